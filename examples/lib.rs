@@ -1,0 +1,1 @@
+//! Examples live beside this file; see `stdio_server.rs`.
