@@ -1,1 +1,1 @@
-//! Examples live beside this file; see `stdio_server.rs`.
+//! The barrel-mcp examples; each example file says how to run it.

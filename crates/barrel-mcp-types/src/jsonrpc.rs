@@ -251,7 +251,11 @@ pub enum Message {
 
 impl Message {
     /// A request message.
-    pub fn request(id: impl Into<RequestId>, method: impl Into<String>, params: Option<Value>) -> Self {
+    pub fn request(
+        id: impl Into<RequestId>,
+        method: impl Into<String>,
+        params: Option<Value>,
+    ) -> Self {
         Self::Request(Request {
             id: id.into(),
             method: method.into(),
@@ -344,14 +348,16 @@ impl DecodeError {
 
     /// The error response to send back, if any.
     pub fn to_response(&self) -> Option<Message> {
-        (!self.no_reply).then(|| Message::Response(Response::error(self.id.clone(), self.error.clone())))
+        (!self.no_reply)
+            .then(|| Message::Response(Response::error(self.id.clone(), self.error.clone())))
     }
 }
 
 /// Decodes one frame of text into a message, or into the error response the spec asks for.
 pub fn decode(text: &str) -> Result<Message, DecodeError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| DecodeError::new(None, ErrorObject::parse_error(format!("parse error: {e}"))))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        DecodeError::new(None, ErrorObject::parse_error(format!("parse error: {e}")))
+    })?;
     decode_value(value)
 }
 
@@ -372,16 +378,21 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
             ));
         }
     };
+    let is_response = !object.contains_key("method");
     let raw_id = object.remove("id");
     let id = match &raw_id {
         None => None,
+        // An error response about an unreadable request carries a null id.
+        Some(Value::Null) if is_response => None,
         Some(v) => match RequestId::from_value(v) {
             Some(id) => Some(id),
             None => {
-                return Err(DecodeError::new(
+                let mut e = DecodeError::new(
                     None,
                     ErrorObject::invalid_request("id must be a string or an integer"),
-                ));
+                );
+                e.no_reply = is_response;
+                return Err(e);
             }
         },
     };
@@ -389,7 +400,14 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
         DecodeError::new(id.clone(), ErrorObject::invalid_request(message))
     };
     if object.get("jsonrpc").and_then(Value::as_str) != Some(JSONRPC_VERSION) {
-        return Err(invalid(&id, "jsonrpc must be \"2.0\""));
+        let mut e = invalid(&id, "jsonrpc must be \"2.0\"");
+        // Never answer a frame shaped like a notification (a string method, no id) or a response.
+        e.no_reply = match object.get("method") {
+            Some(Value::String(_)) => id.is_none(),
+            Some(_) => false,
+            None => true,
+        };
+        return Err(e);
     }
     match object.remove("method") {
         Some(Value::String(method)) => {
@@ -417,30 +435,49 @@ fn take_params(object: &mut Map<String, Value>) -> Result<Option<Value>, &'stati
     }
 }
 
-fn decode_response(id: Option<RequestId>, object: Map<String, Value>) -> Result<Message, DecodeError> {
+fn decode_response(
+    id: Option<RequestId>,
+    object: Map<String, Value>,
+) -> Result<Message, DecodeError> {
     decode_response_inner(id, object).map_err(|mut e| {
         e.no_reply = true;
         e
     })
 }
 
-fn decode_response_inner(id: Option<RequestId>, mut object: Map<String, Value>) -> Result<Message, DecodeError> {
+fn decode_response_inner(
+    id: Option<RequestId>,
+    mut object: Map<String, Value>,
+) -> Result<Message, DecodeError> {
     let result = object.remove("result");
     let error = object.remove("error");
     let outcome = match (result, error) {
         (Some(result), None) => {
             let Some(id) = id else {
-                return Err(DecodeError::new(None, ErrorObject::invalid_request("a result needs an id")));
+                return Err(DecodeError::new(
+                    None,
+                    ErrorObject::invalid_request("a result needs an id"),
+                ));
             };
             return Ok(Message::Response(Response::result(id, result)));
         }
-        (None, Some(error)) => serde_json::from_value::<ErrorObject>(error)
-            .map_err(|e| DecodeError::new(id.clone(), ErrorObject::invalid_request(format!("malformed error object: {e}"))))?,
+        (None, Some(error)) => serde_json::from_value::<ErrorObject>(error).map_err(|e| {
+            DecodeError::new(
+                id.clone(),
+                ErrorObject::invalid_request(format!("malformed error object: {e}")),
+            )
+        })?,
         (Some(_), Some(_)) => {
-            return Err(DecodeError::new(id, ErrorObject::invalid_request("a response has result or error, not both")));
+            return Err(DecodeError::new(
+                id,
+                ErrorObject::invalid_request("a response has result or error, not both"),
+            ));
         }
         (None, None) => {
-            return Err(DecodeError::new(id, ErrorObject::invalid_request("a message needs a method, a result or an error")));
+            return Err(DecodeError::new(
+                id,
+                ErrorObject::invalid_request("a message needs a method, a result or an error"),
+            ));
         }
     };
     Ok(Message::Response(Response::error(id, outcome)))

@@ -151,6 +151,14 @@ pub enum Feature {
     MultiRoundTrip,
     /// `subscriptions/listen`.
     SubscriptionsListen,
+    /// `lastModified` in content and resource `annotations`.
+    AnnotationsLastModified,
+    /// `capabilities.extensions` on both sides (2026-07-28).
+    Extensions,
+    /// `roots.listChanged` and `notifications/roots/list_changed` (removed in 2026-07-28).
+    RootsListChanged,
+    /// `elicitationId` on URL elicitation and `notifications/elicitation/complete` (2025-11-25 only).
+    ElicitationId,
 }
 
 impl Feature {
@@ -168,15 +176,17 @@ impl Feature {
             | Self::ResourceLinks
             | Self::Elicitation
             | Self::CompletionContext
-            | Self::MetaEverywhere => (V2025_06_18, None),
+            | Self::MetaEverywhere
+            | Self::AnnotationsLastModified => (V2025_06_18, None),
             Self::Icons | Self::UrlElicitation | Self::SamplingTools => (V2025_11_25, None),
-            Self::CoreTasks => (V2025_11_25, Some(V2026_07_28)),
-            Self::Sessions => (V2024_11_05, Some(V2026_07_28)),
+            Self::CoreTasks | Self::ElicitationId => (V2025_11_25, Some(V2026_07_28)),
+            Self::Sessions | Self::RootsListChanged => (V2024_11_05, Some(V2026_07_28)),
             Self::ResultType
             | Self::CacheHints
             | Self::Discover
             | Self::MultiRoundTrip
-            | Self::SubscriptionsListen => (V2026_07_28, None),
+            | Self::SubscriptionsListen
+            | Self::Extensions => (V2026_07_28, None),
         }
     }
 }

@@ -1,1 +1,8 @@
-//! x
+//! The integration tests of barrel-mcp, in one binary.
+//!
+//! `support` holds the shared helpers: a step timeout, a scriptable handler, and drivers that
+//! speak raw JSON lines or raw messages to a peer under test.
+
+mod peer;
+mod server;
+mod support;

@@ -1,0 +1,85 @@
+//! The crate's one error type.
+//!
+//! Three failure planes stay apart: a JSON-RPC error from or for the peer is [`Error::Rpc`]
+//! carrying an [`ErrorObject`]; a tool that fails reports it in its result (`isError: true`), not
+//! here; everything else that can go wrong in this process is one of the other variants.
+
+use barrel_mcp_types::{ErrorCode, ErrorObject};
+
+/// What can go wrong in barrel-mcp.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or writing the transport failed.
+    #[error("transport I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// A value could not be encoded or decoded as JSON.
+    #[error("JSON encoding failed: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The peer broke the protocol (an unexpected message, a missing field, ...).
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+    /// The peer answered with a JSON-RPC error, or a handler wants one sent.
+    #[error("JSON-RPC error {}: {}", .0.code, .0.message)]
+    Rpc(ErrorObject),
+    /// The connection is closed.
+    #[error("connection closed")]
+    Closed,
+    /// The request got no answer in time.
+    #[error("request timed out")]
+    Timeout,
+    /// The request was cancelled.
+    #[error("request cancelled")]
+    Cancelled,
+    /// A tool, resource, template or prompt definition is invalid (bad name, bad schema, ...).
+    #[error("invalid definition: {0}")]
+    Definition(String),
+    /// A stateless (2026-07-28) request needs input from the client first.
+    ///
+    /// Handlers get this from the [`Ctx`](crate::server::Ctx) input API and pass it on with `?`;
+    /// the server answers the request with an `input_required` result and runs the handler again
+    /// when the client retries with the answers.
+    #[error("input required from the client")]
+    InputRequired,
+}
+
+impl Error {
+    /// True when the connection is gone.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Closed)
+    }
+
+    /// True when the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout)
+    }
+
+    /// The JSON-RPC error, when this is one.
+    pub fn as_rpc(&self) -> Option<&ErrorObject> {
+        match self {
+            Self::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The error as a JSON-RPC error object to send to a peer. Messages of local failures are
+    /// kept generic so nothing about this process leaks.
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            Self::Rpc(e) => e.clone(),
+            Self::Json(e) => ErrorObject::invalid_params(format!("invalid params: {e}")),
+            Self::Timeout => ErrorObject::new(ErrorCode::REQUEST_TIMEOUT, "request timed out"),
+            Self::Cancelled => ErrorObject::new(ErrorCode::REQUEST_TIMEOUT, "request cancelled"),
+            _ => ErrorObject::internal("internal error"),
+        }
+    }
+}
+
+impl From<ErrorObject> for Error {
+    fn from(e: ErrorObject) -> Self {
+        Self::Rpc(e)
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,218 @@
+//! The JSON-RPC engine shared by the server and client roles.
+//!
+//! [`serve`] takes a [`Transport`] and a [`Handler`] and runs the connection: it reads frames,
+//! dispatches inbound requests to the handler (each on its own task), answers them, routes
+//! responses and progress to the outbound requests waiting for them, and writes everything the
+//! local side sends through one ordered, bounded queue. The [`Peer`] handle it returns is how
+//! the local side sends requests and notifications.
+//!
+//! # Invariants
+//!
+//! - Notifications are never answered, and neither are responses.
+//! - Whatever a handler sends before it returns is written before its response: requests,
+//!   notifications and responses share one FIFO queue.
+//! - Every table and queue is bounded: the outbound queue ([`PeerConfig::outbound_queue`]), the
+//!   inbound requests in flight ([`PeerConfig::max_inbound_in_flight`]) and every outbound wait
+//!   ([`PeerConfig::max_request_timeout`]). The pending-request table holds one entry per
+//!   outstanding outbound call.
+//! - When the connection ends, every pending outbound request fails with [`Error::Closed`] and
+//!   every inbound request in flight has its cancellation token cancelled.
+//!
+//! # Tasks and locks
+//!
+//! One task owns the transport: it runs the read loop and the write loop side by side, so a
+//! slow write never holds up reading. Each inbound request runs on a task of its own. The tables
+//! of pending outbound requests and inbound requests in flight sit behind `std` mutexes that are
+//! held only for a lookup or an insert and never across an `.await`.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp_types::{ErrorObject, Notification, Request, RequestId};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::Error;
+use crate::transport::Transport;
+
+mod connection;
+mod inbound;
+mod outbound;
+mod shared;
+
+use shared::Shared;
+
+/// A boxed, sendable future: what a [`Handler`] returns for a request.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Limits and defaults for one connection.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    /// How long an outbound request waits for its response unless [`RequestOptions::timeout`]
+    /// says otherwise (default 60 s).
+    pub request_timeout: Duration,
+    /// The longest an outbound request ever waits, even when progress keeps resetting its
+    /// timeout, unless [`RequestOptions::max_total`] says otherwise (default 10 min).
+    pub max_request_timeout: Duration,
+    /// How many inbound requests may run at once; one more is answered with -32603
+    /// "server busy" (default 1024).
+    pub max_inbound_in_flight: usize,
+    /// How many outbound messages may wait to be written before senders wait (default 1024).
+    pub outbound_queue: usize,
+}
+
+impl Default for PeerConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(60),
+            max_request_timeout: Duration::from_secs(600),
+            max_inbound_in_flight: 1024,
+            outbound_queue: 1024,
+        }
+    }
+}
+
+/// Inbound dispatch, implemented by the server (and the client) role.
+pub trait Handler: Send + Sync + 'static {
+    /// Handles a request. Called in arrival order on the connection's read loop, so it must not
+    /// block; the peer spawns the future it returns and sends its outcome as the response.
+    ///
+    /// A future that panics is answered with -32603 and a generic message. When
+    /// [`RequestContext::cancel`] fires (the other side cancelled, or the connection ended) the
+    /// outcome is dropped unanswered.
+    fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>>;
+
+    /// Handles a notification. Called in arrival order on the read loop, so it must not block
+    /// (spawn a task to await anything). `notifications/cancelled`, and `notifications/progress`
+    /// for the local side's own requests, are handled by the peer and never reach this method.
+    fn on_notification(&self, notification: Notification, peer: &Peer);
+
+    /// Called once when the connection has ended.
+    fn on_close(&self) {}
+}
+
+/// What a handler gets with each inbound request.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The request's id.
+    pub id: RequestId,
+    /// Cancelled when the other side cancels the request or the connection ends.
+    pub cancel: CancellationToken,
+    /// The connection, to send notifications and requests of its own.
+    pub peer: Peer,
+}
+
+/// How to send one outbound request; `Default` uses the connection's settings.
+#[derive(Debug, Clone, Default)]
+pub struct RequestOptions {
+    /// How long to wait for the response; `None` uses [`PeerConfig::request_timeout`].
+    pub timeout: Option<Duration>,
+    /// The longest wait however often progress resets the timeout; `None` uses
+    /// [`PeerConfig::max_request_timeout`].
+    pub max_total: Option<Duration>,
+    /// Restart the timeout whenever progress arrives for this request.
+    pub reset_timeout_on_progress: bool,
+    /// Receives the params of each `notifications/progress` for this request, in order, all
+    /// before the request returns. Setting it (or `reset_timeout_on_progress`) adds a fresh
+    /// `_meta.progressToken` to the params, which then must be an object or absent.
+    pub progress: Option<mpsc::UnboundedSender<Value>>,
+    /// Cancelling this token cancels the request: the peer sends `notifications/cancelled` and
+    /// the call returns [`Error::Cancelled`].
+    pub cancel: Option<CancellationToken>,
+}
+
+/// A cheap, cloneable handle to one connection.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    /// Sends a request and waits for its result.
+    ///
+    /// An error response returns [`Error::Rpc`]; no response in time returns
+    /// [`Error::Timeout`]; cancelling [`RequestOptions::cancel`] returns [`Error::Cancelled`];
+    /// a connection that ends first returns [`Error::Closed`]. After a timeout or a cancel the
+    /// peer sends `notifications/cancelled` for the request.
+    ///
+    /// Cancel safety: dropping the future before it completes also sends
+    /// `notifications/cancelled` (once the request was written) and forgets the request.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value, Error> {
+        outbound::request(&self.shared, method, params, options).await
+    }
+
+    /// Queues a notification behind everything sent before it, and resolves once it is queued
+    /// (not yet written). Returns [`Error::Closed`] when the connection has ended.
+    ///
+    /// Cancel safety: dropping the future before it completes means the notification is not
+    /// sent.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        self.shared.notify(method, params).await
+    }
+
+    /// True once the connection has ended (or is ending).
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    /// Resolves when the connection ends. By then every pending request has failed with
+    /// [`Error::Closed`]. Cancel-safe.
+    pub async fn closed(&self) {
+        self.shared.closed.cancelled().await;
+    }
+
+    /// Ends the connection: pending requests fail with [`Error::Closed`], inbound requests in
+    /// flight are cancelled, messages already queued get a short grace period to be written,
+    /// and the transport is closed.
+    pub fn close(&self) {
+        self.shared.shutdown();
+    }
+}
+
+/// Runs a connection over `transport`, dispatching inbound messages to `handler`.
+///
+/// Spawns the task that owns the transport and returns a [`Peer`] handle with its
+/// [`JoinHandle`]. The task ends when the input ends, [`Peer::close`] is called, or the
+/// transport fails (then it returns the error); [`Handler::on_close`] runs just before.
+/// Must be called within a Tokio runtime.
+pub fn serve<T: Transport>(
+    transport: T,
+    handler: Arc<dyn Handler>,
+    config: PeerConfig,
+) -> (Peer, JoinHandle<Result<(), Error>>) {
+    let (outbound_tx, outbound_rx) = mpsc::channel(config.outbound_queue.max(1));
+    let peer = Peer {
+        shared: Arc::new(Shared::new(config, outbound_tx)),
+    };
+    let (reader, writer) = transport.split();
+    let task = tokio::spawn(connection::run(
+        reader,
+        writer,
+        outbound_rx,
+        handler,
+        peer.clone(),
+    ));
+    (peer, task)
+}

@@ -1,0 +1,79 @@
+//! The task that owns a connection: the read loop and the write loop, side by side.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp_types::Message;
+use tokio::sync::mpsc;
+
+use super::shared::Shared;
+use super::{Handler, Peer, inbound};
+use crate::Error;
+use crate::transport::{MessageReader, MessageWriter};
+
+/// How long messages already queued when the connection ends may take to be written.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+pub(super) async fn run<R: MessageReader, W: MessageWriter>(
+    reader: R,
+    writer: W,
+    outbound: mpsc::Receiver<Message>,
+    handler: Arc<dyn Handler>,
+    peer: Peer,
+) -> Result<(), Error> {
+    let shared = &peer.shared;
+    let read = async {
+        let result = inbound::read_loop(reader, &*handler, &peer).await;
+        if let Err(error) = &result {
+            tracing::debug!(%error, "reading the transport failed");
+        }
+        shared.shutdown();
+        result
+    };
+    let write = async {
+        let result = write_loop(writer, outbound, shared).await;
+        if let Err(error) = &result {
+            tracing::debug!(%error, "writing the transport failed");
+        }
+        shared.shutdown();
+        result
+    };
+    let (read, write) = tokio::join!(read, write);
+    handler.on_close();
+    read.and(write)
+}
+
+/// Writes queued messages in order. Once the connection ends, writes what is already queued
+/// (within [`CLOSE_GRACE`]) and closes the transport.
+async fn write_loop<W: MessageWriter>(
+    mut writer: W,
+    mut outbound: mpsc::Receiver<Message>,
+    shared: &Shared,
+) -> Result<(), Error> {
+    let written = async {
+        loop {
+            let message = tokio::select! {
+                biased;
+                message = outbound.recv() => message,
+                () = shared.closed.cancelled() => None,
+            };
+            let Some(message) = message else { break };
+            writer.send(message).await?;
+        }
+        while let Ok(message) = outbound.try_recv() {
+            writer.send(message).await?;
+        }
+        writer.close().await
+    };
+    let grace = async {
+        shared.closed.cancelled().await;
+        tokio::time::sleep(CLOSE_GRACE).await;
+    };
+    tokio::select! {
+        result = written => result,
+        () = grace => {
+            tracing::debug!("gave up writing to a closed connection");
+            Ok(())
+        }
+    }
+}

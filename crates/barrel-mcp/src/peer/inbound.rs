@@ -1,0 +1,180 @@
+//! The read loop: inbound requests, notifications, responses and undecodable frames.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use barrel_mcp_types::jsonrpc::DecodeError;
+use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId, Response};
+use serde_json::Value;
+
+use super::shared::{CANCELLED, PROGRESS, Shared, lock};
+use super::{Handler, Peer, RequestContext};
+use crate::Error;
+use crate::transport::MessageReader;
+
+/// Reads frames until the input ends, the transport fails or the connection is closed.
+pub(super) async fn read_loop<R: MessageReader>(
+    mut reader: R,
+    handler: &dyn Handler,
+    peer: &Peer,
+) -> Result<(), Error> {
+    let shared = &peer.shared;
+    loop {
+        let frame = tokio::select! {
+            biased;
+            () = shared.closed.cancelled() => return Ok(()),
+            frame = reader.recv() => frame?,
+        };
+        match frame {
+            None => return Ok(()),
+            Some(Ok(Message::Request(request))) => on_request(request, handler, peer).await,
+            Some(Ok(Message::Notification(notification))) => {
+                on_notification(notification, handler, peer);
+            }
+            Some(Ok(Message::Response(response))) => shared.complete(response),
+            Some(Err(error)) => on_decode_error(error, shared).await,
+        }
+    }
+}
+
+async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
+    let shared = &peer.shared;
+    let id = request.id.clone();
+    let admitted = {
+        let mut in_flight = lock(&shared.in_flight);
+        if in_flight.contains_key(&id) {
+            Err(ErrorObject::invalid_request(
+                "duplicate request id: a request with this id is still in flight",
+            ))
+        } else if in_flight.len() >= shared.config.max_inbound_in_flight {
+            Err(ErrorObject::internal(
+                "server busy: too many requests in flight",
+            ))
+        } else {
+            let token = shared.closed.child_token();
+            in_flight.insert(id.clone(), token.clone());
+            Ok(token)
+        }
+    };
+    let cancel = match admitted {
+        Ok(cancel) => cancel,
+        Err(error) => {
+            tracing::debug!(%id, method = %request.method, "request refused: {}", error.message);
+            shared
+                .enqueue(Response::error(Some(id), error).into())
+                .await;
+            return;
+        }
+    };
+    let method = request.method.clone();
+    let cx = RequestContext {
+        id: id.clone(),
+        cancel: cancel.clone(),
+        peer: peer.clone(),
+    };
+    let started = catch_unwind(AssertUnwindSafe(|| handler.on_request(request, cx)));
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        let outcome = match started {
+            Ok(future) => CatchUnwind(future).await,
+            Err(panic) => Err(panic),
+        };
+        let outcome = outcome.unwrap_or_else(|panic| {
+            tracing::error!(%id, %method, panic = panic_text(&*panic), "request handler panicked");
+            Err(ErrorObject::internal("internal error"))
+        });
+        lock(&shared.in_flight).remove(&id);
+        if cancel.is_cancelled() {
+            tracing::debug!(%id, %method, "request cancelled; its outcome is not sent");
+            return;
+        }
+        shared
+            .enqueue(
+                Response {
+                    id: Some(id),
+                    outcome,
+                }
+                .into(),
+            )
+            .await;
+    });
+}
+
+fn on_notification(notification: Notification, handler: &dyn Handler, peer: &Peer) {
+    let shared = &peer.shared;
+    match notification.method.as_str() {
+        CANCELLED => return cancel_in_flight(shared, notification.params.as_ref()),
+        PROGRESS if shared.route_progress(notification.params.as_ref()) => return,
+        _ => {}
+    }
+    let method = notification.method.clone();
+    let delivered = catch_unwind(AssertUnwindSafe(|| {
+        handler.on_notification(notification, peer);
+    }));
+    if let Err(panic) = delivered {
+        tracing::error!(%method, panic = panic_text(&*panic), "notification handler panicked");
+    }
+}
+
+/// Handles `notifications/cancelled`: cancels the named request's token, which also keeps its
+/// outcome from being sent. Unknown or finished ids are ignored, as the spec asks.
+fn cancel_in_flight(shared: &Shared, params: Option<&Value>) {
+    let params = params.unwrap_or(&Value::Null);
+    let Some(id) = params.get("requestId").and_then(RequestId::from_value) else {
+        tracing::debug!("notifications/cancelled without a usable requestId; ignored");
+        return;
+    };
+    let reason = params.get("reason").and_then(Value::as_str).unwrap_or("");
+    match lock(&shared.in_flight).get(&id) {
+        Some(token) => {
+            tracing::debug!(%id, reason, "request cancelled by the other side");
+            token.cancel();
+        }
+        None => tracing::debug!(%id, "cancellation for no request in flight; ignored"),
+    }
+}
+
+async fn on_decode_error(error: DecodeError, shared: &Shared) {
+    tracing::debug!(id = ?error.id, "undecodable frame: {}", error.error.message);
+    match error.to_response() {
+        Some(response) => shared.enqueue(response).await,
+        // A malformed response to one of our requests still ends that request.
+        None => {
+            if let Some(id) = &error.id {
+                let message = format!("malformed response: {}", error.error.message);
+                shared.fail(id, Error::Protocol(message));
+            }
+        }
+    }
+}
+
+/// The panic message, for the local log only; it is never sent to the other side.
+fn panic_text(panic: &(dyn Any + Send)) -> &str {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        text
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text
+    } else {
+        "(not a string)"
+    }
+}
+
+/// Polls a future, turning a panic into an `Err` instead of unwinding through the task.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}

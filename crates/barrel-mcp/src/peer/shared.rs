@@ -1,0 +1,91 @@
+//! The state one connection shares between its tasks and its [`Peer`](super::Peer) handles.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicI64;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use barrel_mcp_types::{Message, RequestId};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::PeerConfig;
+use super::outbound::Pending;
+use crate::Error;
+
+/// The method of the cancellation notification.
+pub(super) const CANCELLED: &str = "notifications/cancelled";
+/// The method of the progress notification.
+pub(super) const PROGRESS: &str = "notifications/progress";
+
+pub(super) struct Shared {
+    pub(super) config: PeerConfig,
+    /// The one ordered queue to the write loop.
+    pub(super) outbound: mpsc::Sender<Message>,
+    /// Cancelled when the connection ends; parent of every inbound request's token.
+    pub(super) closed: CancellationToken,
+    /// The next outbound request id.
+    pub(super) next_id: AtomicI64,
+    /// Outbound requests waiting for a response, by id (ids we allocate are integers).
+    pub(super) pending: Mutex<HashMap<i64, Pending>>,
+    /// Inbound requests whose handler is running, with their cancellation tokens.
+    pub(super) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+}
+
+impl Shared {
+    pub(super) fn new(config: PeerConfig, outbound: mpsc::Sender<Message>) -> Self {
+        Self {
+            config,
+            outbound,
+            closed: CancellationToken::new(),
+            next_id: AtomicI64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Queues a message; drops it (with a debug log) when the connection is gone.
+    pub(super) async fn enqueue(&self, message: Message) {
+        if self.outbound.send(message).await.is_err() {
+            tracing::debug!("connection closed; outbound message dropped");
+        }
+    }
+
+    pub(super) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+        if self.closed.is_cancelled() {
+            return Err(Error::Closed);
+        }
+        self.outbound
+            .send(Message::notification(method, params))
+            .await
+            .map_err(|_| Error::Closed)
+    }
+
+    /// Marks the connection ended and fails every pending outbound request. Idempotent.
+    pub(super) fn shutdown(&self) {
+        self.closed.cancel();
+        // Requests register under this lock only while `closed` is not cancelled, so none can
+        // slip in after this drain. Dropping their reply senders makes them return `Closed`.
+        let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
+        if !drained.is_empty() {
+            tracing::debug!(
+                count = drained.len(),
+                "connection ended; pending requests fail"
+            );
+        }
+    }
+}
+
+/// Locks a table. A panic while it was held cannot leave it inconsistent (every critical
+/// section is a single map operation), so poisoning is ignored.
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `notifications/cancelled` for one of our requests.
+pub(super) fn cancelled_notification(id: i64, reason: &str) -> Message {
+    Message::notification(
+        CANCELLED,
+        Some(json!({ "requestId": id, "reason": reason })),
+    )
+}

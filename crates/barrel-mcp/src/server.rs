@@ -1,0 +1,246 @@
+//! The MCP server: one registry of tools, resources, templates and prompts, served to every
+//! connection in every protocol revision.
+//!
+//! A [`Server`] is a cheap `Clone` handle on a shared registry. Build one with
+//! [`Server::builder`], then serve it on any transport with [`Server::serve`] (one connection)
+//! or [`Server::serve_stdio`]. Tools, resources and prompts can be added and removed at run time;
+//! connected clients learn of it through `notifications/*/list_changed`.
+//!
+//! Handlers are written once. They receive a [`Ctx`] with progress, cancellation, logging, the
+//! request's `_meta`, what the client declared about itself, and one API to ask the client for
+//! input ([`Ctx::elicit`], [`Ctx::create_message`], [`Ctx::list_roots`]). In a session
+//! (2024-11-05 to 2025-11-25) that API sends a request to the client and waits for its answer.
+//! In the stateless revision (2026-07-28) it ends the round with an `input_required` result; the
+//! client retries with the answers and the handler runs again from the start, this time getting
+//! its answers at once. So a handler should ask for input before it does anything it would not
+//! want to do twice.
+
+mod builder;
+mod completion;
+mod connection;
+mod context;
+pub mod cursor;
+mod dispatch;
+mod events;
+mod handler;
+mod input;
+mod invoke;
+mod registry;
+pub mod request_state;
+mod session;
+mod stateless;
+pub mod uri_template;
+pub mod validation;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use barrel_mcp_types::{
+    CacheScope, Implementation, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool,
+};
+use tokio::sync::broadcast;
+
+use crate::peer::{self, PeerConfig};
+use crate::transport::Transport;
+
+pub use builder::ServerBuilder;
+pub use completion::{Completer, CompletionRequest};
+pub use context::Ctx;
+use events::ServerEvent;
+pub use handler::{
+    IntoToolResult, Json, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest,
+    ToolHandler,
+};
+use registry::Registry;
+use request_state::RequestStateCodec;
+
+/// Limits and defaults of a server. Every field has a documented default.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Items per page of `tools/list`, `resources/list`, `resources/templates/list` and
+    /// `prompts/list`. Default 100. Zero means one page with everything.
+    pub page_size: usize,
+    /// How long a request to the client (sampling, elicitation, roots) may take. Default 5 min.
+    pub client_request_timeout: Duration,
+    /// The most input rounds one stateless request may take. Default 16.
+    pub max_input_rounds: u32,
+    /// How long a sealed `requestState` stays valid. Default 10 min.
+    pub request_state_ttl: Duration,
+    /// `ttlMs` put on cacheable results in 2026-07-28. Default 0 (stale at once).
+    pub cache_ttl_ms: u64,
+    /// `cacheScope` put on cacheable results in 2026-07-28. Default private.
+    pub cache_scope: CacheScope,
+    /// Validate tool results against the tool's `outputSchema`. Default true.
+    pub validate_output: bool,
+    /// Connection limits of the JSON-RPC peer.
+    pub peer: PeerConfig,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            page_size: 100,
+            client_request_timeout: Duration::from_secs(300),
+            max_input_rounds: 16,
+            request_state_ttl: Duration::from_secs(600),
+            cache_ttl_ms: 0,
+            cache_scope: CacheScope::Private,
+            validate_output: true,
+            peer: PeerConfig::default(),
+        }
+    }
+}
+
+/// A handle on an MCP server. Cheap to clone; every clone serves the same registry.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    info: Implementation,
+    instructions: Option<String>,
+    config: ServerConfig,
+    registry: RwLock<Registry>,
+    events: broadcast::Sender<ServerEvent>,
+    state_codec: RequestStateCodec,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.inner.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts building a server.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// The server's name, version and other self-description.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// The server's limits and defaults.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// What this server advertises to clients.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.read_registry().capabilities()
+    }
+
+    /// Serves one connection until its transport ends. Cancel-safe: dropping the future stops
+    /// reading; in-flight handlers see their cancellation token fire.
+    pub async fn serve<T: Transport>(&self, transport: T) -> crate::Result<()> {
+        let handler = Arc::new(connection::Connection::new(self.clone()));
+        let (_peer, task) = peer::serve(transport, handler, self.inner.config.peer.clone());
+        match task.await {
+            Ok(result) => result,
+            Err(join) => Err(crate::Error::Protocol(format!(
+                "connection task failed: {join}"
+            ))),
+        }
+    }
+
+    /// Serves the process's stdin and stdout until stdin closes. Logs must go to stderr.
+    pub async fn serve_stdio(&self) -> crate::Result<()> {
+        self.serve(crate::transport::stdio::StdioTransport::stdio())
+            .await
+    }
+
+    /// Adds (or replaces) a tool at run time and tells connected clients the list changed.
+    ///
+    /// The tool's handler takes raw JSON arguments; see [`ServerBuilder::tool`] for typed ones.
+    pub fn add_tool(&self, tool: Tool, handler: handler::ToolHandler) -> Result<(), crate::Error> {
+        let entry = registry::ToolEntry::new(tool, handler)?;
+        self.write_registry().tools.insert(Arc::new(entry));
+        self.emit(ServerEvent::ToolsChanged);
+        Ok(())
+    }
+
+    /// Removes a tool; true when it existed. Connected clients are told the list changed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = self.write_registry().tools.remove(name);
+        if removed {
+            self.emit(ServerEvent::ToolsChanged);
+        }
+        removed
+    }
+
+    /// Adds (or replaces) a resource at run time.
+    pub fn add_resource(&self, resource: Resource, handler: handler::ResourceHandler) {
+        self.write_registry()
+            .resources
+            .insert(registry::ResourceEntry { resource, handler });
+        self.emit(ServerEvent::ResourcesChanged);
+    }
+
+    /// Removes a resource by URI; true when it existed.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        let removed = self.write_registry().resources.remove(uri);
+        if removed {
+            self.emit(ServerEvent::ResourcesChanged);
+        }
+        removed
+    }
+
+    /// Adds (or replaces) a resource template at run time.
+    pub fn add_resource_template(
+        &self,
+        template: ResourceTemplate,
+        handler: handler::ResourceHandler,
+    ) -> Result<(), crate::Error> {
+        let entry = registry::TemplateEntry::new(template, handler)?;
+        self.write_registry().templates.insert(entry);
+        self.emit(ServerEvent::ResourcesChanged);
+        Ok(())
+    }
+
+    /// Adds (or replaces) a prompt at run time.
+    pub fn add_prompt(&self, prompt: Prompt, handler: handler::PromptHandler) {
+        self.write_registry()
+            .prompts
+            .insert(registry::PromptEntry { prompt, handler });
+        self.emit(ServerEvent::PromptsChanged);
+    }
+
+    /// Removes a prompt by name; true when it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        let removed = self.write_registry().prompts.remove(name);
+        if removed {
+            self.emit(ServerEvent::PromptsChanged);
+        }
+        removed
+    }
+
+    /// Tells the clients subscribed to `uri` that the resource changed
+    /// (`notifications/resources/updated`).
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
+        self.emit(ServerEvent::ResourceUpdated(uri.into()));
+    }
+
+    fn emit(&self, event: ServerEvent) {
+        // No receiver means no connected session: nothing to tell.
+        let _ = self.inner.events.send(event);
+    }
+
+    fn read_registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        self.inner
+            .registry
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write_registry(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
+        self.inner
+            .registry
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

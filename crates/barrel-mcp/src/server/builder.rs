@@ -1,0 +1,229 @@
+//! `ServerBuilder`: the server's identity, limits and offerings, checked once at `build`.
+
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+
+use barrel_mcp_types::{
+    GetPromptResult, Implementation, Prompt, Resource, ResourceContents, ResourceTemplate,
+    TextResourceContents, Tool,
+};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+
+use super::completion::Completer;
+use super::events::EVENT_BUFFER;
+use super::handler::{
+    IntoToolResult, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,
+    input_schema_of,
+};
+use super::registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+use super::request_state::RequestStateCodec;
+use super::{Ctx, Inner, Server, ServerConfig};
+use crate::Error;
+
+/// Builds a [`Server`]. Definitions are checked at [`ServerBuilder::build`]: the first invalid
+/// one (a bad tool name, a schema that does not compile, a malformed URI template) is the error.
+#[derive(Default)]
+pub struct ServerBuilder {
+    info: Option<Implementation>,
+    instructions: Option<String>,
+    config: ServerConfig,
+    state_key: Option<Vec<u8>>,
+    registry: Registry,
+    error: Option<Error>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    /// The server's name and version (`serverInfo`).
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.info = Some(Implementation::new(name, version));
+        self
+    }
+
+    /// The server's full self-description (title, icons, website, ...).
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = Some(info);
+        self
+    }
+
+    /// Instructions for the client's model on how to use this server.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Limits and defaults.
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The key that seals `requestState` (at least 32 bytes). Servers behind a load balancer
+    /// must share it; by default each server draws a random one.
+    pub fn request_state_key(mut self, key: &[u8]) -> Self {
+        self.state_key = Some(key.to_vec());
+        self
+    }
+
+    /// Adds a tool with typed arguments: its `inputSchema` comes from `A`, its `outputSchema`
+    /// from the return type (see [`super::Json`]).
+    pub fn tool<A, R, F, Fut>(self, name: &str, description: &str, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: IntoToolResult,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::Result<R>> + Send + 'static,
+    {
+        let tool = Tool {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            ..Tool::default()
+        };
+        self.tool_with(tool, handler)
+    }
+
+    /// Adds a tool from a full definition (title, annotations, icons, `_meta`, ...). An empty
+    /// `inputSchema` is derived from `A`, a missing `outputSchema` from the return type.
+    pub fn tool_with<A, R, F, Fut>(self, mut tool: Tool, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: IntoToolResult,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::Result<R>> + Send + 'static,
+    {
+        if tool.input_schema.is_empty() {
+            tool.input_schema = input_schema_of::<A>();
+        }
+        if tool.output_schema.is_none() {
+            tool.output_schema = R::output_schema();
+        }
+        self.raw_tool(tool, ToolHandler::typed(handler))
+    }
+
+    /// Adds a tool whose handler takes the raw JSON arguments.
+    pub fn raw_tool(mut self, tool: Tool, handler: ToolHandler) -> Self {
+        match ToolEntry::new(tool, handler) {
+            Ok(entry) => self.registry.tools.insert(Arc::new(entry)),
+            Err(e) => self.fail(e),
+        }
+        self
+    }
+
+    /// Adds a resource read by `handler`.
+    pub fn resource<F, Fut>(mut self, resource: Resource, handler: F) -> Self
+    where
+        F: Fn(Ctx, ResourceRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::Result<Vec<ResourceContents>>> + Send + 'static,
+    {
+        let handler = ResourceHandler::new(handler);
+        self.registry
+            .resources
+            .insert(ResourceEntry { resource, handler });
+        self
+    }
+
+    /// Adds a resource with fixed text.
+    pub fn text_resource(self, resource: Resource, text: impl Into<String>) -> Self {
+        let contents = ResourceContents::Text(TextResourceContents {
+            uri: resource.uri.clone(),
+            mime_type: resource.mime_type.clone(),
+            text: text.into(),
+            meta: None,
+        });
+        self.resource(resource, move |_, _| {
+            std::future::ready(Ok(vec![contents.clone()]))
+        })
+    }
+
+    /// Adds a resource template (RFC 6570); `handler` gets the variables matched in the URI.
+    pub fn resource_template<F, Fut>(mut self, template: ResourceTemplate, handler: F) -> Self
+    where
+        F: Fn(Ctx, ResourceRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::Result<Vec<ResourceContents>>> + Send + 'static,
+    {
+        match TemplateEntry::new(template, ResourceHandler::new(handler)) {
+            Ok(entry) => self.registry.templates.insert(entry),
+            Err(e) => self.fail(e),
+        }
+        self
+    }
+
+    /// Adds a prompt; required arguments are checked before `handler` runs.
+    pub fn prompt<F, Fut>(mut self, prompt: Prompt, handler: F) -> Self
+    where
+        F: Fn(Ctx, PromptArguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::Result<GetPromptResult>> + Send + 'static,
+    {
+        let handler = PromptHandler::new(handler);
+        self.registry
+            .prompts
+            .insert(PromptEntry { prompt, handler });
+        self
+    }
+
+    /// Completes the argument `argument` of the prompt `prompt`.
+    pub fn complete_prompt_argument(
+        mut self,
+        prompt: &str,
+        argument: &str,
+        completer: Completer,
+    ) -> Self {
+        self.registry
+            .prompt_completers
+            .insert((prompt.to_owned(), argument.to_owned()), completer);
+        self
+    }
+
+    /// Completes the variable `variable` of the resource template `template`.
+    pub fn complete_template_variable(
+        mut self,
+        template: &str,
+        variable: &str,
+        completer: Completer,
+    ) -> Self {
+        self.registry
+            .template_completers
+            .insert((template.to_owned(), variable.to_owned()), completer);
+        self
+    }
+
+    fn fail(&mut self, error: Error) {
+        self.error.get_or_insert(error);
+    }
+
+    /// Checks every definition and builds the server.
+    pub fn build(self) -> Result<Server, Error> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let state_codec = match &self.state_key {
+            Some(key) => RequestStateCodec::new(key),
+            None => RequestStateCodec::random(),
+        }
+        .map_err(|e| Error::Definition(format!("request state key: {e}")))?
+        .ttl(self.config.request_state_ttl);
+        let info = self
+            .info
+            .unwrap_or_else(|| Implementation::new("barrel-mcp", env!("CARGO_PKG_VERSION")));
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        Ok(Server {
+            inner: Arc::new(Inner {
+                info,
+                instructions: self.instructions,
+                config: self.config,
+                registry: RwLock::new(self.registry),
+                events,
+                state_codec,
+            }),
+        })
+    }
+}

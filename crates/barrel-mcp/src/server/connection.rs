@@ -1,0 +1,178 @@
+//! One connection to the server: picks the era of each message and keeps the session, if any.
+//!
+//! A request whose `_meta` claims a revision is served statelessly whatever came before it on
+//! the connection; `initialize` opens a session; anything else before `initialize` gets an error
+//! and the connection keeps serving (no first message makes the server exit).
+
+use std::sync::{Arc, Mutex};
+
+use barrel_mcp_types::{ErrorObject, InitializeParams, Notification, Request};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Server;
+use super::context::Scope;
+use super::events::ServerEvent;
+use super::session::{self, Session};
+use super::{dispatch, stateless};
+use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
+
+/// The server's side of one connection.
+pub(crate) struct Connection {
+    server: Server,
+    state: Mutex<State>,
+}
+
+enum State {
+    /// No session yet.
+    Opening,
+    /// `initialize` answered; `forwarding` once `notifications/initialized` arrived.
+    Session {
+        session: Arc<Session>,
+        forwarding: bool,
+    },
+}
+
+impl Connection {
+    pub(crate) fn new(server: Server) -> Self {
+        Self {
+            server,
+            state: Mutex::new(State::Opening),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn initialize(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
+        let params: InitializeParams = dispatch::decode(params)?;
+        let mut state = self.state();
+        if matches!(*state, State::Session { .. }) {
+            return Err(ErrorObject::invalid_request(
+                "the session is already initialized",
+            ));
+        }
+        let version = session::negotiate(&params.protocol_version);
+        let session = Arc::new(Session::new(version, params));
+        *state = State::Session {
+            session,
+            forwarding: false,
+        };
+        drop(state);
+        let result = session::initialize_result(&self.server, version);
+        serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+    }
+
+    /// Starts telling the session's client about registry changes, once.
+    fn start_forwarding(&self, peer: &Peer) {
+        let session = {
+            let mut state = self.state();
+            match &mut *state {
+                State::Session {
+                    session,
+                    forwarding: forwarding @ false,
+                } => {
+                    *forwarding = true;
+                    Arc::clone(session)
+                }
+                _ => return,
+            }
+        };
+        let events = self.server.inner.events.subscribe();
+        tokio::spawn(forward_events(events, peer.clone(), session));
+    }
+}
+
+fn ready<T: Send + 'static>(value: T) -> BoxFuture<'static, T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl Handler for Connection {
+    fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let params = request.params.as_ref();
+        if let Some(meta) =
+            stateless::request_meta(params).filter(|_| stateless::claims_version(params))
+        {
+            if stateless::is_removed_method(&request.method) {
+                return ready(Err(ErrorObject::method_not_found(&request.method)));
+            }
+            let scope = match stateless::scope(meta) {
+                Ok(scope) => scope,
+                Err(e) => return ready(Err(e)),
+            };
+            return Box::pin(dispatch::handle(self.server.clone(), scope, request, cx));
+        }
+        let session = match request.method.as_str() {
+            "initialize" => return ready(self.initialize(request.params)),
+            "server/discover" => {
+                return ready(Err(ErrorObject::invalid_params(
+                    "invalid params: server/discover needs _meta[\"io.modelcontextprotocol/protocolVersion\"]",
+                )));
+            }
+            method => match &*self.state() {
+                State::Session { session, .. } => Arc::clone(session),
+                State::Opening if method == "ping" => {
+                    return ready(Ok(Value::Object(serde_json::Map::new())));
+                }
+                State::Opening => {
+                    return ready(Err(ErrorObject::invalid_request(
+                        "no session: send initialize first, or name the protocol version in _meta",
+                    )));
+                }
+            },
+        };
+        let scope = Scope {
+            version: session.version,
+            client_capabilities: Arc::clone(&session.client_capabilities),
+            client_info: Some(Arc::clone(&session.client_info)),
+            session: Some(session),
+            request_log_level: None,
+        };
+        Box::pin(dispatch::handle(self.server.clone(), scope, request, cx))
+    }
+
+    fn on_notification(&self, notification: Notification, peer: &Peer) {
+        match notification.method.as_str() {
+            "notifications/initialized" => self.start_forwarding(peer),
+            other => tracing::debug!(method = other, "notification ignored"),
+        }
+    }
+}
+
+/// Forwards registry changes to one session until its connection closes. A session that falls
+/// too far behind skips to the newest changes (list-changed notifications are idempotent).
+async fn forward_events(
+    mut events: tokio::sync::broadcast::Receiver<ServerEvent>,
+    peer: Peer,
+    session: Arc<Session>,
+) {
+    loop {
+        let event = tokio::select! {
+            () = peer.closed() => return,
+            event = events.recv() => event,
+        };
+        let sent = match event {
+            Ok(ServerEvent::ResourceUpdated(uri)) => {
+                if !session.is_subscribed(&uri) {
+                    continue;
+                }
+                let params = serde_json::json!({ "uri": uri });
+                peer.notify("notifications/resources/updated", Some(params))
+                    .await
+            }
+            Ok(event) => peer.notify(event.method(), None).await,
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! `Ctx`: what a handler knows about its request and what it can do while it runs.
+
+use std::sync::Arc;
+
+use barrel_mcp_types::meta::{LOG_LEVEL_KEY, progress_token};
+use barrel_mcp_types::{
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, InputRequest, ListRootsResult, LoggingLevel, Meta, ProgressToken,
+    ProtocolVersion, RequestId,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::Server;
+use super::input::InputMode;
+use super::session::Session;
+use crate::Error;
+use crate::peer::Peer;
+
+/// What one request's era tells about the client: set per request in 2026-07-28, per session
+/// before.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) client_capabilities: Arc<ClientCapabilities>,
+    pub(crate) client_info: Option<Arc<Implementation>>,
+    /// The session, for the sessionful revisions.
+    pub(crate) session: Option<Arc<Session>>,
+    /// The per-request log level of 2026-07-28 (`None`: send no log messages).
+    pub(crate) request_log_level: Option<LoggingLevel>,
+}
+
+impl Scope {
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.session.is_none()
+    }
+}
+
+/// A handler's view of its request. Cheap to clone.
+#[derive(Clone)]
+pub struct Ctx {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    request_id: RequestId,
+    meta: Meta,
+    scope: Scope,
+    cancel: CancellationToken,
+    peer: Peer,
+    server: Server,
+    progress_token: Option<ProgressToken>,
+    input: InputMode,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("request_id", &self.inner.request_id)
+            .field("protocol_version", &self.inner.scope.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ctx {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        request_id: RequestId,
+        meta: Meta,
+        scope: Scope,
+        cancel: CancellationToken,
+        peer: Peer,
+        server: Server,
+        input: InputMode,
+    ) -> Self {
+        let progress_token = progress_token(&meta);
+        Self {
+            inner: Arc::new(Inner {
+                request_id,
+                meta,
+                scope,
+                cancel,
+                peer,
+                server,
+                progress_token,
+                input,
+            }),
+        }
+    }
+
+    /// The JSON-RPC id of the request being handled.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.request_id
+    }
+
+    /// The request's `_meta`.
+    pub fn meta(&self) -> &Meta {
+        &self.inner.meta
+    }
+
+    /// The protocol revision of this request.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.inner.scope.version
+    }
+
+    /// What the client declared it can do.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.scope.client_capabilities
+    }
+
+    /// The client's self-description, when it gave one.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.inner.scope.client_info.as_deref()
+    }
+
+    /// The server handling the request (to add tools, notify updates, ...).
+    pub fn server(&self) -> &Server {
+        &self.inner.server
+    }
+
+    /// True once the client cancelled the request (or the connection ended).
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Resolves when the request is cancelled. Cancel-safe.
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await;
+    }
+
+    /// The request's cancellation token, to hand to other tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.inner.cancel.clone()
+    }
+
+    /// Reports progress, when the client asked for it with a `progressToken`; a no-op otherwise
+    /// and after cancellation. Progress sent before the handler returns reaches the client before
+    /// the result.
+    pub async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> crate::Result<()> {
+        let Some(token) = &self.inner.progress_token else {
+            return Ok(());
+        };
+        if self.is_cancelled() {
+            return Ok(());
+        }
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message
+            && self
+                .protocol_version()
+                .supports(barrel_mcp_types::Feature::ProgressMessage)
+        {
+            params["message"] = json!(message);
+        }
+        self.inner
+            .peer
+            .notify("notifications/progress", Some(params))
+            .await
+    }
+
+    /// Sends a log message (`notifications/message`) when the client wants this level: in a
+    /// session, at or above the level set with `logging/setLevel` (everything until it is set);
+    /// in 2026-07-28, at or above the request's `logLevel`, and nothing without one.
+    pub async fn log(&self, level: LoggingLevel, data: impl Serialize) -> crate::Result<()> {
+        self.log_with_logger(level, None, data).await
+    }
+
+    /// [`Ctx::log`] naming a logger.
+    pub async fn log_with_logger(
+        &self,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: impl Serialize,
+    ) -> crate::Result<()> {
+        let threshold = match &self.inner.scope.session {
+            Some(session) => session.log_level(),
+            None => self.inner.scope.request_log_level,
+        };
+        let wanted = match (&self.inner.scope.session, threshold) {
+            (_, Some(threshold)) => level >= threshold,
+            (Some(_), None) => true,
+            (None, None) => false,
+        };
+        if !wanted || self.is_cancelled() {
+            return Ok(());
+        }
+        let mut params = json!({ "level": level, "data": serde_json::to_value(data)? });
+        if let Some(logger) = logger {
+            params["logger"] = json!(logger);
+        }
+        self.inner
+            .peer
+            .notify("notifications/message", Some(params))
+            .await
+    }
+
+    /// Asks the user for input through the client (`elicitation/create`, form or URL mode).
+    ///
+    /// In 2026-07-28 this ends the round when the answer is not there yet: pass the error on
+    /// with `?` and the handler runs again when the client retries with the answer.
+    pub async fn elicit(&self, params: ElicitRequestParams) -> crate::Result<ElicitResult> {
+        self.input_typed(InputRequest::Elicit(params)).await
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub async fn create_message(
+        &self,
+        params: CreateMessageParams,
+    ) -> crate::Result<CreateMessageResult> {
+        self.input_typed(InputRequest::CreateMessage(params)).await
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn list_roots(&self) -> crate::Result<ListRootsResult> {
+        self.input_typed(InputRequest::ListRoots).await
+    }
+
+    /// Asks the client for any kind of input and returns the raw answer. The typed calls above
+    /// are built on this one.
+    pub async fn input(&self, request: InputRequest) -> crate::Result<Value> {
+        let caps = &self.inner.scope.client_capabilities;
+        super::input::check_capability(&request, caps, self.inner.scope.is_stateless())?;
+        match &self.inner.input {
+            InputMode::Session => {
+                let timeout = self.inner.server.config().client_request_timeout;
+                super::input::ask_in_session(&self.inner.peer, &self.inner.cancel, request, timeout)
+                    .await
+            }
+            InputMode::Rounds(rounds) => rounds.ask(request),
+        }
+    }
+
+    async fn input_typed<T: DeserializeOwned>(&self, request: InputRequest) -> crate::Result<T> {
+        let method = request.method();
+        let value = self.input(request).await?;
+        serde_json::from_value(value).map_err(|e| {
+            Error::Rpc(barrel_mcp_types::ErrorObject::invalid_params(format!(
+                "malformed answer to {method}: {e}"
+            )))
+        })
+    }
+
+    pub(crate) fn input_mode(&self) -> &InputMode {
+        &self.inner.input
+    }
+
+    /// The 2026-07-28 per-request log level named in `_meta`, if any.
+    pub(crate) fn meta_log_level(meta: &Meta) -> Result<Option<LoggingLevel>, ()> {
+        match meta.get(LOG_LEVEL_KEY) {
+            None => Ok(None),
+            Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| ()),
+        }
+    }
+}

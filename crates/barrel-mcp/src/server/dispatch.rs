@@ -1,0 +1,280 @@
+//! Dispatch: one `match` on the method string, then the params are decoded and the registry
+//! answers. The same code serves both eras; the [`Scope`] says which one this request is in, and
+//! results are shaped for its revision.
+
+use barrel_mcp_types::{
+    CompleteParams, CompleteResult, Completion, CompletionReference, ErrorObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedParams, Request, SetLevelParams, Shape, SubscribeParams, UnsubscribeParams,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::Server;
+use super::completion::CompletionRequest;
+use super::context::Scope;
+use super::cursor::paginate;
+use super::invoke;
+use super::stateless;
+use crate::peer::RequestContext;
+
+/// Answers one request in its scope.
+pub(crate) async fn handle(
+    server: Server,
+    scope: Scope,
+    request: Request,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let stateless = scope.is_stateless();
+    let result = route(&server, scope, request, cx).await?;
+    Ok(if stateless {
+        stateless::finish(result, &server)
+    } else {
+        result
+    })
+}
+
+async fn route(
+    server: &Server,
+    scope: Scope,
+    request: Request,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let Request { method, params, .. } = request;
+    let session = scope.session.clone();
+    match (method.as_str(), &session) {
+        ("tools/list", _) => list_tools(server, &scope, decode(params)?),
+        ("tools/call", _) => invoke::call_tool(server, scope, params, cx).await,
+        ("resources/list", _) => list_resources(server, &scope, decode(params)?),
+        ("resources/templates/list", _) => list_templates(server, &scope, decode(params)?),
+        ("resources/read", _) => invoke::read_resource(server, scope, params, cx).await,
+        ("prompts/list", _) => list_prompts(server, &scope, decode(params)?),
+        ("prompts/get", _) => invoke::get_prompt(server, scope, params, cx).await,
+        ("completion/complete", _) => complete(server, &scope, decode(params)?).await,
+        ("server/discover", None) => stateless::discover(server),
+        ("ping", Some(_)) => Ok(empty()),
+        ("logging/setLevel", Some(session)) => {
+            let params: SetLevelParams = decode(params)?;
+            session.set_log_level(params.level);
+            Ok(empty())
+        }
+        ("resources/subscribe", Some(session)) => {
+            let params: SubscribeParams = decode(params)?;
+            session.subscribe(params.uri);
+            Ok(empty())
+        }
+        ("resources/unsubscribe", Some(session)) => {
+            let params: UnsubscribeParams = decode(params)?;
+            session.unsubscribe(&params.uri);
+            Ok(empty())
+        }
+        (other, _) => Err(ErrorObject::method_not_found(other)),
+    }
+}
+
+/// Decodes params; absent params read as `{}`, so a missing required field is named.
+pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
+    let params = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    serde_json::from_value(params)
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+}
+
+/// Serializes a result after shaping it for the request's revision.
+pub(crate) fn encode<T: Serialize + Shape>(
+    mut result: T,
+    scope: &Scope,
+) -> Result<Value, ErrorObject> {
+    result.shape(scope.version);
+    serde_json::to_value(result).map_err(|e| ErrorObject::internal(format!("internal error: {e}")))
+}
+
+fn empty() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+fn invalid_cursor(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::invalid_params(format!("invalid cursor: {e}"))
+}
+
+fn list_tools(
+    server: &Server,
+    scope: &Scope,
+    params: PaginatedParams,
+) -> Result<Value, ErrorObject> {
+    let (tools, next_cursor) = {
+        let registry = server.read_registry();
+        let all: Vec<_> = registry.tools.iter().map(|e| e.tool.clone()).collect();
+        paginate(
+            &all,
+            params.cursor.as_deref(),
+            server.config().page_size,
+            registry.tools.version(),
+        )
+        .map_err(invalid_cursor)?
+    };
+    let config = server.config();
+    encode(
+        ListToolsResult {
+            tools,
+            next_cursor,
+            ttl_ms: Some(config.cache_ttl_ms),
+            cache_scope: Some(config.cache_scope),
+            meta: None,
+        },
+        scope,
+    )
+}
+
+fn list_resources(
+    server: &Server,
+    scope: &Scope,
+    params: PaginatedParams,
+) -> Result<Value, ErrorObject> {
+    let (resources, next_cursor) = {
+        let registry = server.read_registry();
+        let all: Vec<_> = registry
+            .resources
+            .iter()
+            .map(|e| e.resource.clone())
+            .collect();
+        paginate(
+            &all,
+            params.cursor.as_deref(),
+            server.config().page_size,
+            registry.resources.version(),
+        )
+        .map_err(invalid_cursor)?
+    };
+    let config = server.config();
+    encode(
+        ListResourcesResult {
+            resources,
+            next_cursor,
+            ttl_ms: Some(config.cache_ttl_ms),
+            cache_scope: Some(config.cache_scope),
+            meta: None,
+        },
+        scope,
+    )
+}
+
+fn list_templates(
+    server: &Server,
+    scope: &Scope,
+    params: PaginatedParams,
+) -> Result<Value, ErrorObject> {
+    let (resource_templates, next_cursor) = {
+        let registry = server.read_registry();
+        let all: Vec<_> = registry
+            .templates
+            .iter()
+            .map(|e| e.template.clone())
+            .collect();
+        paginate(
+            &all,
+            params.cursor.as_deref(),
+            server.config().page_size,
+            registry.templates.version(),
+        )
+        .map_err(invalid_cursor)?
+    };
+    let config = server.config();
+    encode(
+        ListResourceTemplatesResult {
+            resource_templates,
+            next_cursor,
+            ttl_ms: Some(config.cache_ttl_ms),
+            cache_scope: Some(config.cache_scope),
+            meta: None,
+        },
+        scope,
+    )
+}
+
+fn list_prompts(
+    server: &Server,
+    scope: &Scope,
+    params: PaginatedParams,
+) -> Result<Value, ErrorObject> {
+    let (prompts, next_cursor) = {
+        let registry = server.read_registry();
+        let all: Vec<_> = registry.prompts.iter().map(|e| e.prompt.clone()).collect();
+        paginate(
+            &all,
+            params.cursor.as_deref(),
+            server.config().page_size,
+            registry.prompts.version(),
+        )
+        .map_err(invalid_cursor)?
+    };
+    let config = server.config();
+    encode(
+        ListPromptsResult {
+            prompts,
+            next_cursor,
+            ttl_ms: Some(config.cache_ttl_ms),
+            cache_scope: Some(config.cache_scope),
+            meta: None,
+        },
+        scope,
+    )
+}
+
+/// `completion/complete`: the completer registered for the prompt argument or template
+/// variable, or no suggestions. An unknown prompt or template is -32602.
+async fn complete(
+    server: &Server,
+    scope: &Scope,
+    params: CompleteParams,
+) -> Result<Value, ErrorObject> {
+    let argument = params.argument.name.clone();
+    let completer = {
+        let registry = server.read_registry();
+        match &params.reference {
+            CompletionReference::Prompt { name, .. } => {
+                if registry.prompts.get(name).is_none() {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "unknown prompt: {name}"
+                    )));
+                }
+                registry
+                    .prompt_completers
+                    .get(&(name.clone(), argument.clone()))
+                    .cloned()
+            }
+            CompletionReference::Resource { uri } => {
+                if registry.templates.get(uri).is_none() && registry.resources.get(uri).is_none() {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "unknown resource template: {uri}"
+                    )));
+                }
+                registry
+                    .template_completers
+                    .get(&(uri.clone(), argument.clone()))
+                    .cloned()
+            }
+        }
+    };
+    let values = match completer {
+        Some(completer) => {
+            let request = CompletionRequest {
+                argument,
+                value: params.argument.value,
+                context: params.context.and_then(|c| c.arguments).unwrap_or_default(),
+            };
+            completer
+                .complete(request)
+                .await
+                .map_err(|e| e.to_error_object())?
+        }
+        None => Vec::new(),
+    };
+    encode(
+        CompleteResult {
+            completion: Completion::from_values(values),
+            meta: None,
+        },
+        scope,
+    )
+}

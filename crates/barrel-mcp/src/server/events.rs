@@ -1,0 +1,29 @@
+//! Changes to the registry that connected clients are told about.
+
+/// A change that sessions forward to their clients as a notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ServerEvent {
+    /// The tool list changed.
+    ToolsChanged,
+    /// The resource or template list changed.
+    ResourcesChanged,
+    /// The prompt list changed.
+    PromptsChanged,
+    /// The resource at this URI changed.
+    ResourceUpdated(String),
+}
+
+impl ServerEvent {
+    /// The notification method announcing this change.
+    pub(crate) fn method(&self) -> &'static str {
+        match self {
+            Self::ToolsChanged => "notifications/tools/list_changed",
+            Self::ResourcesChanged => "notifications/resources/list_changed",
+            Self::PromptsChanged => "notifications/prompts/list_changed",
+            Self::ResourceUpdated(_) => "notifications/resources/updated",
+        }
+    }
+}
+
+/// How many events a slow session may fall behind before it skips to the newest.
+pub(crate) const EVENT_BUFFER: usize = 256;

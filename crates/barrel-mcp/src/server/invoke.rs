@@ -1,0 +1,306 @@
+//! Running a user handler: `tools/call`, `resources/read` and `prompts/get`, the three requests
+//! that may ask the client for input.
+//!
+//! In 2026-07-28 these carry the multi round-trip state: the sealed `requestState` (answers
+//! from earlier rounds, bound to the method and a digest of the params) and this round's
+//! `inputResponses`. A tampered, expired or transplanted `requestState` is -32602.
+
+use barrel_mcp_types::{
+    CallToolParams, CallToolResult, ErrorCode, ErrorObject, GetPromptParams, InputRequiredResult,
+    InputResponses, Meta, ReadResourceParams, ReadResourceResult,
+};
+use serde_json::{Map, Value, json};
+
+use super::Server;
+use super::context::{Ctx, Scope};
+use super::dispatch::{decode, encode};
+use super::handler::{PromptArguments, ResourceRequest};
+use super::input::{InputMode, Rounds};
+use super::request_state::{RequestState, params_digest};
+use crate::Error;
+use crate::peer::RequestContext;
+
+/// What a finished handler run turned into.
+enum Outcome<T> {
+    Done(T),
+    InputRequired(Value),
+}
+
+/// The multi round-trip part of a stateless request.
+struct RoundTrip {
+    method: &'static str,
+    digest: String,
+    round: u32,
+}
+
+/// Sets up how the handler may ask for input: a session asks the client directly; a stateless
+/// request opens its sealed state and merges this round's answers.
+fn input_mode(
+    server: &Server,
+    scope: &Scope,
+    method: &'static str,
+    params: &Value,
+    request_state: Option<&str>,
+    responses: Option<InputResponses>,
+) -> Result<(InputMode, Option<RoundTrip>), ErrorObject> {
+    if !scope.is_stateless() {
+        return Ok((InputMode::Session, None));
+    }
+    let digest = params_digest(method, params);
+    let (mut answers, round) = match request_state {
+        Some(token) => {
+            let state = server
+                .inner
+                .state_codec
+                .open(token, method, &digest, None)
+                .map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
+            (state.answers, state.round)
+        }
+        None => (Map::new(), 0),
+    };
+    answers.extend(responses.unwrap_or_default());
+    let trip = RoundTrip {
+        method,
+        digest,
+        round,
+    };
+    Ok((InputMode::Rounds(Rounds::new(answers)), Some(trip)))
+}
+
+/// Turns the handler's outcome into a result, or into `input_required` when it asked questions
+/// that have no answer yet (whatever it returned).
+fn settle<T>(
+    server: &Server,
+    ctx: &Ctx,
+    trip: Option<RoundTrip>,
+    result: crate::Result<T>,
+) -> Result<Outcome<crate::Result<T>>, ErrorObject> {
+    let (InputMode::Rounds(rounds), Some(trip)) = (ctx.input_mode(), trip) else {
+        return Ok(Outcome::Done(result));
+    };
+    let (asked, answers) = rounds.finish();
+    if asked.is_empty() {
+        if let Err(Error::InputRequired) = result {
+            return Err(ErrorObject::internal(
+                "the handler asked for input it did not record",
+            ));
+        }
+        return Ok(Outcome::Done(result));
+    }
+    let next_round = trip.round + 1;
+    if next_round > server.config().max_input_rounds {
+        return Err(ErrorObject::invalid_params(format!(
+            "too many input rounds (limit {})",
+            server.config().max_input_rounds
+        )));
+    }
+    let state = RequestState {
+        method: trip.method.to_owned(),
+        params_digest: trip.digest,
+        principal: None,
+        // The codec stamps the expiry when it seals.
+        expires_at_ms: 0,
+        answers,
+        round: next_round,
+    };
+    let result = InputRequiredResult {
+        input_requests: Some(asked),
+        request_state: Some(server.inner.state_codec.seal(&state)),
+        meta: None,
+    };
+    let value = serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))?;
+    Ok(Outcome::InputRequired(value))
+}
+
+fn meta_of(meta: &Option<Meta>) -> Meta {
+    meta.clone().unwrap_or_default()
+}
+
+/// `tools/call`: unknown tool is -32602; arguments that fail the `inputSchema` and handler
+/// errors become `isError` results; a result that fails the `outputSchema` is -32603.
+pub(crate) async fn call_tool(
+    server: &Server,
+    scope: Scope,
+    raw: Option<Value>,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let raw = raw.unwrap_or_else(|| json!({}));
+    let mut params: CallToolParams = decode(Some(raw.clone()))?;
+    let entry = server
+        .read_registry()
+        .tools
+        .get(&params.name)
+        .cloned()
+        .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {}", params.name)))?;
+    let arguments = Value::Object(params.arguments.take().unwrap_or_default());
+    if let Err(problems) = entry.input.validate(&arguments) {
+        let text = format!("invalid arguments: {}", problems.join("; "));
+        return encode(CallToolResult::error(text), &scope);
+    }
+    let (input, trip) = input_mode(
+        server,
+        &scope,
+        "tools/call",
+        &raw,
+        params.request_state.as_deref(),
+        params.input_responses.take(),
+    )?;
+    let ctx = Ctx::new(
+        cx.id,
+        meta_of(&params.meta),
+        scope.clone(),
+        cx.cancel,
+        cx.peer,
+        server.clone(),
+        input,
+    );
+    let Value::Object(arguments) = arguments else {
+        return Err(ErrorObject::internal("arguments are not an object"));
+    };
+    let result = (entry.handler.0)(ctx.clone(), arguments).await;
+    let result = match settle(server, &ctx, trip, result)? {
+        Outcome::InputRequired(value) => return Ok(value),
+        Outcome::Done(result) => result,
+    };
+    let result = match result {
+        Ok(result) => result,
+        Err(Error::Rpc(e)) => return Err(e),
+        Err(other) => CallToolResult::error(other.to_string()),
+    };
+    if server.config().validate_output
+        && let Some(output) = &entry.output
+        && result.is_error != Some(true)
+    {
+        let structured = result.structured_content.as_ref().ok_or_else(|| {
+            ErrorObject::internal("the tool has an outputSchema but returned no structuredContent")
+        })?;
+        if let Err(problems) = output.validate(structured) {
+            return Err(ErrorObject::internal(format!(
+                "the tool's structuredContent does not match its outputSchema: {}",
+                problems.join("; ")
+            )));
+        }
+    }
+    encode(result, &scope)
+}
+
+/// `resources/read`: a fixed resource first, then the first matching template. Not found is
+/// -32602 in 2026-07-28 and -32002 in the sessionful revisions.
+pub(crate) async fn read_resource(
+    server: &Server,
+    scope: Scope,
+    raw: Option<Value>,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let raw = raw.unwrap_or_else(|| json!({}));
+    let mut params: ReadResourceParams = decode(Some(raw.clone()))?;
+    let found = server.read_registry().find_resource(&params.uri);
+    let Some((handler, variables)) = found else {
+        let code = if scope.is_stateless() {
+            ErrorCode::INVALID_PARAMS
+        } else {
+            ErrorCode::RESOURCE_NOT_FOUND
+        };
+        return Err(
+            ErrorObject::new(code, format!("resource not found: {}", params.uri))
+                .with_data(json!({ "uri": params.uri })),
+        );
+    };
+    let (input, trip) = input_mode(
+        server,
+        &scope,
+        "resources/read",
+        &raw,
+        params.request_state.as_deref(),
+        params.input_responses.take(),
+    )?;
+    let ctx = Ctx::new(
+        cx.id,
+        meta_of(&params.meta),
+        scope.clone(),
+        cx.cancel,
+        cx.peer,
+        server.clone(),
+        input,
+    );
+    let request = ResourceRequest {
+        uri: params.uri.clone(),
+        variables,
+    };
+    let result = (handler.0)(ctx.clone(), request).await;
+    let contents = match settle(server, &ctx, trip, result)? {
+        Outcome::InputRequired(value) => return Ok(value),
+        Outcome::Done(result) => result.map_err(|e| handler_error(&e))?,
+    };
+    let config = server.config();
+    encode(
+        ReadResourceResult {
+            contents,
+            ttl_ms: Some(config.cache_ttl_ms),
+            cache_scope: Some(config.cache_scope),
+            meta: None,
+        },
+        &scope,
+    )
+}
+
+/// `prompts/get`: unknown prompt or a missing required argument is -32602.
+pub(crate) async fn get_prompt(
+    server: &Server,
+    scope: Scope,
+    raw: Option<Value>,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let raw = raw.unwrap_or_else(|| json!({}));
+    let mut params: GetPromptParams = decode(Some(raw.clone()))?;
+    let (prompt, handler) = {
+        let registry = server.read_registry();
+        let entry = registry.prompts.get(&params.name).ok_or_else(|| {
+            ErrorObject::invalid_params(format!("unknown prompt: {}", params.name))
+        })?;
+        (entry.prompt.clone(), entry.handler.clone())
+    };
+    let arguments: PromptArguments = params.arguments.take().unwrap_or_default();
+    for argument in prompt.arguments.iter().flatten() {
+        if argument.required == Some(true) && !arguments.contains_key(&argument.name) {
+            return Err(ErrorObject::invalid_params(format!(
+                "missing required argument: {}",
+                argument.name
+            )));
+        }
+    }
+    let (input, trip) = input_mode(
+        server,
+        &scope,
+        "prompts/get",
+        &raw,
+        params.request_state.as_deref(),
+        params.input_responses.take(),
+    )?;
+    let ctx = Ctx::new(
+        cx.id,
+        meta_of(&params.meta),
+        scope.clone(),
+        cx.cancel,
+        cx.peer,
+        server.clone(),
+        input,
+    );
+    let result = (handler.0)(ctx.clone(), arguments).await;
+    match settle(server, &ctx, trip, result)? {
+        Outcome::InputRequired(value) => Ok(value),
+        Outcome::Done(result) => encode(result.map_err(|e| handler_error(&e))?, &scope),
+    }
+}
+
+/// A handler's failure as a JSON-RPC error: its own JSON-RPC errors pass through; anything else
+/// is logged here and sent as a generic internal error.
+fn handler_error(error: &Error) -> ErrorObject {
+    match error {
+        Error::Rpc(e) => e.clone(),
+        other => {
+            tracing::warn!(error = %other, "handler failed");
+            other.to_error_object()
+        }
+    }
+}

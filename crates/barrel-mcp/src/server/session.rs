@@ -1,0 +1,88 @@
+//! Sessions of the sessionful revisions (2024-11-05 to 2025-11-25): `initialize` negotiation
+//! and the state a session keeps (what the client declared, its log level, its subscriptions).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use barrel_mcp_types::{
+    ClientCapabilities, Implementation, InitializeParams, InitializeResult, LoggingLevel,
+    ProtocolVersion, Shape,
+};
+
+use super::Server;
+
+/// One client's session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) client_capabilities: Arc<ClientCapabilities>,
+    pub(crate) client_info: Arc<Implementation>,
+    log_level: Mutex<Option<LoggingLevel>>,
+    subscriptions: Mutex<HashSet<String>>,
+}
+
+impl Session {
+    pub(crate) fn new(version: ProtocolVersion, params: InitializeParams) -> Self {
+        Self {
+            version,
+            client_capabilities: Arc::new(params.capabilities),
+            client_info: Arc::new(params.client_info),
+            log_level: Mutex::new(None),
+            subscriptions: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The level set with `logging/setLevel`, if any.
+    pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
+        *lock(&self.log_level)
+    }
+
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        *lock(&self.log_level) = Some(level);
+    }
+
+    pub(crate) fn subscribe(&self, uri: String) {
+        lock(&self.subscriptions).insert(uri);
+    }
+
+    pub(crate) fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The revision to answer `initialize` with: the client's when this server speaks it (in the
+/// sessionful era), else the newest sessionful one.
+pub(crate) fn negotiate(requested: &str) -> ProtocolVersion {
+    ProtocolVersion::parse(requested)
+        .filter(|v| !v.is_stateless())
+        .unwrap_or(ProtocolVersion::LATEST_SESSIONFUL)
+}
+
+/// The `initialize` result for a session on `version`, shaped for that revision.
+pub(crate) fn initialize_result(server: &Server, version: ProtocolVersion) -> InitializeResult {
+    let mut result = InitializeResult {
+        protocol_version: version.as_str().to_owned(),
+        capabilities: server.capabilities(),
+        server_info: server.info().clone(),
+        instructions: server.inner.instructions.clone(),
+        meta: None,
+    };
+    result.shape(version);
+    result
+}
+
+/// A random identifier of 128 bits, hex encoded.
+pub(crate) fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    // A failing OS random source leaves zeros; ids made here are not secrets.
+    let _ = getrandom::fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,125 @@
+//! JSON Schema checks of tool arguments and results, with the `jsonschema` crate.
+//!
+//! Schemas use the JSON Schema 2020-12 dialect unless they name another in `$schema`. A `$ref`
+//! is resolved only inside the schema itself: a reference to any other document (`http:`,
+//! `file:` or anything else) makes the schema fail to compile, so a schema can never make the
+//! server fetch a URL or read a file. This holds even if another crate in the build turns on
+//! `jsonschema`'s resolver features, because we install our own refusing retriever.
+//!
+//! Input that fails validation is a tool execution error (`isError: true`) listing the
+//! messages from [`SchemaValidator::validate`], so the model can correct itself.
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// The most messages [`SchemaValidator::validate`] returns.
+pub const MAX_ERRORS: usize = 10;
+/// The longest single message, in characters; longer ones are cut and end with `…`.
+pub const MAX_MESSAGE_CHARS: usize = 300;
+
+/// Why a schema was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// A tool's `inputSchema` is not a JSON object.
+    #[error("schema must be a JSON object")]
+    NotAnObject,
+    /// A tool's `inputSchema` lacks `"type": "object"`.
+    #[error("schema must have \"type\": \"object\"")]
+    NotTypeObject,
+    /// The schema does not compile: an unknown keyword value, a bad `pattern`, an unresolvable
+    /// or remote `$ref`, and so on.
+    #[error("invalid schema: {0}")]
+    Invalid(String),
+}
+
+/// A compiled JSON Schema. Compile once (per tool), validate many times.
+#[derive(Clone)]
+pub struct SchemaValidator {
+    inner: jsonschema::Validator,
+}
+
+impl fmt::Debug for SchemaValidator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchemaValidator")
+            .field("draft", &self.inner.draft())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SchemaValidator {
+    /// Compiles `schema`. Fails on an invalid schema and on any `$ref` outside it.
+    pub fn new(schema: &Value) -> Result<Self, SchemaError> {
+        let inner = jsonschema::options()
+            .with_retriever(NoExternalRefs)
+            .build(schema)
+            .map_err(|e| SchemaError::Invalid(shorten(e.to_string())))?;
+        Ok(Self { inner })
+    }
+
+    /// Validates `instance`. On failure returns up to [`MAX_ERRORS`] messages, each
+    /// `"<JSON pointer>: <message>"` with the root written as `/`, for example
+    /// `/a: "x" is not of type "integer"`.
+    pub fn validate(&self, instance: &Value) -> Result<(), Vec<String>> {
+        if self.inner.is_valid(instance) {
+            return Ok(());
+        }
+        let messages: Vec<String> = self
+            .inner
+            .iter_errors(instance)
+            .take(MAX_ERRORS)
+            .map(|error| {
+                let pointer = error.instance_path().as_str();
+                let pointer = if pointer.is_empty() { "/" } else { pointer };
+                shorten(format!("{pointer}: {error}"))
+            })
+            .collect();
+        if messages.is_empty() {
+            // is_valid and iter_errors disagree; never report success on an invalid instance.
+            return Err(vec!["/: instance does not match the schema".to_owned()]);
+        }
+        Err(messages)
+    }
+
+    /// Whether `instance` is valid, without building messages.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.inner.is_valid(instance)
+    }
+}
+
+/// Checks a tool's `inputSchema`: a JSON object with `"type": "object"` that compiles.
+pub fn check_input_schema(schema: &Value) -> Result<(), SchemaError> {
+    let Value::Object(map) = schema else {
+        return Err(SchemaError::NotAnObject);
+    };
+    if map.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(SchemaError::NotTypeObject);
+    }
+    SchemaValidator::new(schema).map(drop)
+}
+
+/// A retriever that refuses every document, so only references inside the schema resolve.
+struct NoExternalRefs;
+
+impl jsonschema::Retrieve for NoExternalRefs {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("external $ref {} is not resolved", uri.as_str()).into())
+    }
+}
+
+/// Cuts `message` to [`MAX_MESSAGE_CHARS`] characters. Messages quote the offending value,
+/// which may be large.
+fn shorten(mut message: String) -> String {
+    if let Some((at, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        message.truncate(at);
+        message.push('…');
+    }
+    message
+}

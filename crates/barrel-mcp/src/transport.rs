@@ -1,0 +1,76 @@
+//! Transports: what carries whole JSON-RPC messages between two peers.
+//!
+//! A transport moves [`Message`]s; framing (newline-delimited JSON on stdio, events on SSE) stays
+//! inside it. The [`peer`](crate::peer) never sees bytes.
+//!
+//! # Why a transport splits into halves
+//!
+//! [`Transport::split`] hands out a [`MessageReader`] and a [`MessageWriter`], and the peer drives
+//! each from its own loop. One loop that `select!`s between "read the next frame" and "write the
+//! next message" would drop a half-read frame whenever a write won the race, so every reader would
+//! have to be cancel-safe. With two halves nothing is ever raced against a write: a slow write
+//! does not stall reading, and a reader may keep partial state in a local. (The readers here are
+//! cancel-safe anyway, which lets the peer stop reading the moment the connection closes.)
+//!
+//! Any `(reader, writer)` pair is itself a transport, so a transport built from two unrelated
+//! halves (a child process's stdout and stdin, an HTTP response stream and a POST sink) needs no
+//! new type.
+
+use std::future::Future;
+
+use barrel_mcp_types::Message;
+use barrel_mcp_types::jsonrpc::DecodeError;
+
+use crate::Error;
+
+pub mod memory;
+pub mod stdio;
+
+pub use memory::{MemoryReader, MemoryTransport, MemoryWriter, memory, memory_with_capacity};
+pub use stdio::{StdioReader, StdioTransport, StdioWriter};
+
+/// One inbound frame: a message, or the reason it could not be read.
+///
+/// A [`DecodeError`] is not fatal: the peer answers it (unless it says `no_reply`) and keeps
+/// reading.
+pub type Frame = Result<Message, DecodeError>;
+
+/// A connection that carries whole messages, split into its two halves.
+pub trait Transport: Send + 'static {
+    /// The half that receives.
+    type Reader: MessageReader;
+    /// The half that sends.
+    type Writer: MessageWriter;
+
+    /// Splits the transport into the half that receives and the half that sends.
+    fn split(self) -> (Self::Reader, Self::Writer);
+}
+
+/// The receiving half of a transport.
+pub trait MessageReader: Send + 'static {
+    /// Receives the next frame.
+    ///
+    /// Returns `Ok(None)` on a clean end of input, `Ok(Some(Err(_)))` for a frame that could not
+    /// be decoded (the connection goes on), and `Err(_)` when the transport itself failed (the
+    /// connection ends).
+    fn recv(&mut self) -> impl Future<Output = Result<Option<Frame>, Error>> + Send;
+}
+
+/// The sending half of a transport.
+pub trait MessageWriter: Send + 'static {
+    /// Sends one message; resolves once it is handed to the underlying channel (flushed, for
+    /// byte streams).
+    fn send(&mut self, message: Message) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Closes the sending side so the other end sees the end of input.
+    fn close(&mut self) -> impl Future<Output = Result<(), Error>> + Send;
+}
+
+impl<R: MessageReader, W: MessageWriter> Transport for (R, W) {
+    type Reader = R;
+    type Writer = W;
+
+    fn split(self) -> (R, W) {
+        self
+    }
+}

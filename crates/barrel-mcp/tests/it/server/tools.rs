@@ -1,0 +1,274 @@
+//! Tools in a session: typed calls, validation, tool errors, progress, cancellation, logging,
+//! `_meta`, and asking the client for input (sampling, elicitation, roots).
+
+use barrel_mcp::peer::RequestOptions;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{connect, fixture, text_of};
+use crate::support::within;
+
+async fn session() -> (super::TestClient, std::sync::Arc<fixture::Probe>) {
+    let (server, probe) = fixture::server();
+    let client = connect(&server);
+    client.initialize("2025-11-25").await;
+    (client, probe)
+}
+
+async fn call(client: &super::TestClient, name: &str, arguments: Value) -> Value {
+    client
+        .request(
+            "tools/call",
+            json!({ "name": name, "arguments": arguments }),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} failed: {e}"))
+}
+
+#[tokio::test]
+async fn typed_tools_answer_with_text_and_structured_content() {
+    let (client, _) = session().await;
+    assert_eq!(
+        text_of(&call(&client, "echo", json!({ "message": "hi" })).await),
+        "hi"
+    );
+    let sum = call(&client, "add", json!({ "a": 2, "b": 40 })).await;
+    assert_eq!(sum["structuredContent"], json!({ "sum": 42 }));
+    assert_eq!(text_of(&sum), r#"{"sum":42}"#);
+    assert!(sum.get("isError").is_none());
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_tool_errors_naming_the_problem() {
+    let (client, _) = session().await;
+    let result = call(&client, "add", json!({ "a": "two", "b": 1 })).await;
+    assert_eq!(result["isError"], true);
+    let text = text_of(&result);
+    assert!(text.contains("/a"), "names the field: {text}");
+    let result = call(&client, "echo", json!({})).await;
+    assert_eq!(result["isError"], true);
+    assert!(text_of(&result).contains("message"), "{}", text_of(&result));
+}
+
+#[tokio::test]
+async fn tool_failures_stay_in_their_plane() {
+    let (client, _) = session().await;
+    let failed = call(&client, "fail", json!({})).await;
+    assert_eq!(failed["isError"], true);
+    assert_eq!(text_of(&failed), "this tool always fails");
+    let errored = call(&client, "boom", json!({})).await;
+    assert_eq!(errored["isError"], true);
+    let unknown = client
+        .request("tools/call", json!({ "name": "nope", "arguments": {} }))
+        .await
+        .expect_err("unknown tool");
+    assert_eq!(unknown.code.0, -32602);
+    let bad_output = client
+        .request(
+            "tools/call",
+            json!({ "name": "bad_output", "arguments": {} }),
+        )
+        .await
+        .expect_err("output fails its schema");
+    assert_eq!(bad_output.code.0, -32603);
+    assert!(
+        bad_output.message.contains("outputSchema"),
+        "{}",
+        bad_output.message
+    );
+}
+
+#[tokio::test]
+async fn meta_flows_in_and_out() {
+    let (client, _) = session().await;
+    let result = client
+        .request(
+            "tools/call",
+            json!({ "name": "fancy", "arguments": {}, "_meta": { "example.com/echo": "ping" } }),
+        )
+        .await
+        .expect("fancy");
+    assert_eq!(result["_meta"]["example.com/echoed"], "ping");
+    let listed = client.request("tools/list", json!({})).await.expect("list");
+    let fancy = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "fancy")
+        .cloned()
+        .expect("fancy");
+    assert_eq!(fancy["_meta"]["example.com/kind"], "fancy");
+    assert_eq!(fancy["annotations"]["readOnlyHint"], true);
+}
+
+#[tokio::test]
+async fn progress_arrives_in_order_before_the_result() {
+    let (client, _) = session().await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let options = RequestOptions {
+        progress: Some(tx),
+        ..RequestOptions::default()
+    };
+    let params = json!({ "name": "countdown", "arguments": { "steps": 5 } });
+    let result = within(client.peer.request("tools/call", Some(params), options))
+        .await
+        .expect("countdown");
+    assert_eq!(text_of(&result), "done");
+    let mut seen = Vec::new();
+    while let Ok(progress) = rx.try_recv() {
+        seen.push(progress["progress"].as_f64().expect("progress number"));
+        assert_eq!(progress["total"], 5.0);
+        assert_eq!(progress["message"], "working");
+    }
+    assert_eq!(
+        seen,
+        [1.0, 2.0, 3.0, 4.0, 5.0],
+        "all progress before the result, in order"
+    );
+}
+
+#[tokio::test]
+async fn progress_tokens_keep_their_json_type() {
+    let (client, _) = session().await;
+    for token in [json!("tok-1"), json!(17)] {
+        let params = json!({ "name": "countdown", "arguments": { "steps": 1 }, "_meta": { "progressToken": token } });
+        client
+            .request("tools/call", params)
+            .await
+            .expect("countdown");
+        let note = client.notification().await;
+        assert_eq!(note.method, "notifications/progress");
+        assert_eq!(note.params.expect("params")["progressToken"], token);
+    }
+}
+
+#[tokio::test]
+async fn cancellation_reaches_the_handler_and_no_response_follows() {
+    let (client, probe) = session().await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let options = RequestOptions {
+        cancel: Some(cancel.clone()),
+        ..RequestOptions::default()
+    };
+    let params = json!({ "name": "slow", "arguments": {} });
+    let peer = client.peer.clone();
+    let pending =
+        tokio::spawn(async move { peer.request("tools/call", Some(params), options).await });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    cancel.cancel();
+    let outcome = within(pending).await.expect("join");
+    assert!(
+        matches!(outcome, Err(barrel_mcp::Error::Cancelled)),
+        "{outcome:?}"
+    );
+    within(async {
+        while !probe.saw_cancel() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    // The connection still serves.
+    assert_eq!(
+        text_of(&call(&client, "echo", json!({ "message": "after" })).await),
+        "after"
+    );
+}
+
+#[tokio::test]
+async fn session_asks_the_client_for_sampling_elicitation_and_roots() {
+    let (client, _) = session().await;
+    assert_eq!(
+        text_of(&call(&client, "ask_name", json!({})).await),
+        "Hello, Ada!"
+    );
+    assert_eq!(
+        text_of(&call(&client, "summarize", json!({})).await),
+        "Summary: short"
+    );
+    assert_eq!(
+        text_of(&call(&client, "roots", json!({})).await),
+        "file:///work"
+    );
+    assert_eq!(
+        text_of(&call(&client, "ask_twice", json!({})).await),
+        "Ada/short"
+    );
+    let asked: Vec<String> = client
+        .asked
+        .lock()
+        .expect("asked")
+        .iter()
+        .map(|(m, _)| m.clone())
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "elicitation/create",
+            "sampling/createMessage",
+            "roots/list",
+            "elicitation/create",
+            "sampling/createMessage"
+        ]
+    );
+    let elicit = &client.asked.lock().expect("asked")[0].1;
+    assert_eq!(elicit["message"], "Name?");
+    assert_eq!(elicit["requestedSchema"]["type"], "object");
+}
+
+#[tokio::test]
+async fn input_needs_the_declared_capability() {
+    let (server, _) = fixture::server();
+    let client = connect(&server);
+    client
+        .request(
+            "initialize",
+            json!({ "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bare", "version": "1" } }),
+        )
+        .await
+        .expect("initialize");
+    let refused = client
+        .request("tools/call", json!({ "name": "ask_name", "arguments": {} }))
+        .await
+        .expect_err("no elicitation capability");
+    assert_eq!(refused.code.0, -32600);
+    assert!(refused.message.contains("elicitation"));
+    assert!(
+        client.asked.lock().expect("asked").is_empty(),
+        "nothing was sent to the client"
+    );
+}
+
+#[tokio::test]
+async fn log_messages_follow_the_session_level() {
+    let (client, _) = session().await;
+    call(
+        &client,
+        "log",
+        json!({ "level": "debug", "message": "first" }),
+    )
+    .await;
+    let note = client.notification().await;
+    assert_eq!(note.method, "notifications/message");
+    assert_eq!(note.params.expect("params")["data"], "first");
+    client
+        .request("logging/setLevel", json!({ "level": "warning" }))
+        .await
+        .expect("setLevel");
+    call(
+        &client,
+        "log",
+        json!({ "level": "info", "message": "hidden" }),
+    )
+    .await;
+    call(
+        &client,
+        "log",
+        json!({ "level": "error", "message": "shown" }),
+    )
+    .await;
+    let note = client.notification().await;
+    let params = note.params.expect("params");
+    assert_eq!(params["data"], "shown");
+    assert_eq!(params["level"], "error");
+    assert!(client.drain_notifications().is_empty());
+}
