@@ -4,6 +4,50 @@
 //! logging, progress, cancellation, and asking the client for input), a client and a host. Every
 //! protocol revision in use is served from the same API: the stateless 2026-07-28 and the
 //! sessionful 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05.
+//!
+//! # Quick start
+//!
+//! ```no_run
+//! use barrel_mcp::server::{Ctx, Json, Server};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs {
+//!     a: i64,
+//!     b: i64,
+//! }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Sum {
+//!     sum: i64,
+//! }
+//!
+//! # async fn run() -> barrel_mcp::Result<()> {
+//! let server = Server::builder()
+//!     .name("example", "0.1.0")
+//!     .tool("add", "Add two integers", |_: Ctx, args: AddArgs| async move {
+//!         Ok(Json(Sum { sum: args.a + args.b }))
+//!     })
+//!     .build()?;
+//! server.serve_stdio().await
+//! # }
+//! ```
+//!
+//! # Modules
+//!
+//! | module | what |
+//! |---|---|
+//! | [`server`] | the registry, handlers and [`server::Ctx`], served in both protocol eras |
+//! | [`peer`] | the JSON-RPC engine every role runs on |
+//! | [`transport`] | in-memory and stdio transports |
+//! | [`types`] | the wire model (`barrel-mcp-types`) |
+//!
+//! # Cancel safety
+//!
+//! [`server::Server::serve`] and [`peer::Peer::request`] may be dropped at any await point:
+//! dropping a request sends `notifications/cancelled` for it; dropping `serve` stops the
+//! connection and cancels its in-flight handlers.
 
 pub mod error;
 pub mod peer;

@@ -64,6 +64,9 @@ pub struct PeerConfig {
     pub max_inbound_in_flight: usize,
     /// How many outbound messages may wait to be written before senders wait (default 1024).
     pub outbound_queue: usize,
+    /// When the input ends, how long requests already admitted may still run to be answered
+    /// before they are cancelled (default 5 s).
+    pub drain_timeout: Duration,
 }
 
 impl Default for PeerConfig {
@@ -73,6 +76,7 @@ impl Default for PeerConfig {
             max_request_timeout: Duration::from_secs(600),
             max_inbound_in_flight: 1024,
             outbound_queue: 1024,
+            drain_timeout: Duration::from_secs(5),
         }
     }
 }

@@ -138,8 +138,16 @@ impl Server {
     /// Serves one connection until its transport ends. Cancel-safe: dropping the future stops
     /// reading; in-flight handlers see their cancellation token fire.
     pub async fn serve<T: Transport>(&self, transport: T) -> crate::Result<()> {
+        /// Ends the connection when `serve` is dropped before it finishes.
+        struct CloseOnDrop(peer::Peer);
+        impl Drop for CloseOnDrop {
+            fn drop(&mut self) {
+                self.0.close();
+            }
+        }
         let handler = Arc::new(connection::Connection::new(self.clone()));
-        let (_peer, task) = peer::serve(transport, handler, self.inner.config.peer.clone());
+        let (peer, task) = peer::serve(transport, handler, self.inner.config.peer.clone());
+        let _close = CloseOnDrop(peer);
         match task.await {
             Ok(result) => result,
             Err(join) => Err(crate::Error::Protocol(format!(

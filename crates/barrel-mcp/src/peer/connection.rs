@@ -24,8 +24,17 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     let shared = &peer.shared;
     let read = async {
         let result = inbound::read_loop(reader, &*handler, &peer).await;
-        if let Err(error) = &result {
-            tracing::debug!(%error, "reading the transport failed");
+        match &result {
+            Ok(()) if !shared.closed.is_cancelled() => {
+                // The input ended: let admitted requests finish and be answered, in time.
+                shared.end_input();
+                let drain = shared.config.drain_timeout;
+                if tokio::time::timeout(drain, shared.idle()).await.is_err() {
+                    tracing::debug!("input ended; requests still running are cancelled");
+                }
+            }
+            Ok(()) => {}
+            Err(error) => tracing::debug!(%error, "reading the transport failed"),
         }
         shared.shutdown();
         result

@@ -57,6 +57,9 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
         } else {
             let token = shared.closed.child_token();
             in_flight.insert(id.clone(), token.clone());
+            shared
+                .active
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             Ok(token)
         }
     };
@@ -90,17 +93,14 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
         lock(&shared.in_flight).remove(&id);
         if cancel.is_cancelled() {
             tracing::debug!(%id, %method, "request cancelled; its outcome is not sent");
-            return;
+        } else {
+            let response = Response {
+                id: Some(id),
+                outcome,
+            };
+            shared.enqueue(response.into()).await;
         }
-        shared
-            .enqueue(
-                Response {
-                    id: Some(id),
-                    outcome,
-                }
-                .into(),
-            )
-            .await;
+        shared.request_finished();
     });
 }
 

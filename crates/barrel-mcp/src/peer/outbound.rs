@@ -38,7 +38,7 @@ pub(super) async fn request(
         progress,
         cancel,
     } = options;
-    if shared.closed.is_cancelled() {
+    if !shared.accepts_responses() {
         return Err(Error::Closed);
     }
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
@@ -52,7 +52,7 @@ pub(super) async fn request(
     let (reply, rx) = oneshot::channel();
     {
         let mut pending = lock(&shared.pending);
-        if shared.closed.is_cancelled() {
+        if !shared.accepts_responses() {
             return Err(Error::Closed);
         }
         let entry = Pending {

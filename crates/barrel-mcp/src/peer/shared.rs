@@ -1,12 +1,12 @@
 //! The state one connection shares between its tasks and its [`Peer`](super::Peer) handles.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use barrel_mcp_types::{Message, RequestId};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::PeerConfig;
@@ -30,6 +30,12 @@ pub(super) struct Shared {
     pub(super) pending: Mutex<HashMap<i64, Pending>>,
     /// Inbound requests whose handler is running, with their cancellation tokens.
     pub(super) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Cancelled when the input has ended: no response can arrive any more.
+    pub(super) input_ended: CancellationToken,
+    /// Inbound requests admitted whose outcome is not yet queued.
+    pub(super) active: AtomicUsize,
+    /// Woken each time an inbound request's outcome is queued.
+    pub(super) request_done: Notify,
 }
 
 impl Shared {
@@ -41,6 +47,43 @@ impl Shared {
             next_id: AtomicI64::new(1),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
+            input_ended: CancellationToken::new(),
+            active: AtomicUsize::new(0),
+            request_done: Notify::new(),
+        }
+    }
+
+    /// True while responses to our requests can still arrive.
+    pub(super) fn accepts_responses(&self) -> bool {
+        !self.closed.is_cancelled() && !self.input_ended.is_cancelled()
+    }
+
+    /// The input ended: fail every pending outbound request (no answer can come) while inbound
+    /// handlers may still finish and be answered.
+    pub(super) fn end_input(&self) {
+        self.input_ended.cancel();
+        let drained = lock(&self.pending).drain().count();
+        if drained > 0 {
+            tracing::debug!(count = drained, "input ended; pending requests fail");
+        }
+    }
+
+    /// Marks one inbound request's outcome as queued.
+    pub(super) fn request_finished(&self) {
+        self.active.fetch_sub(1, Ordering::AcqRel);
+        self.request_done.notify_waiters();
+    }
+
+    /// Waits until every admitted inbound request has queued its outcome.
+    pub(super) async fn idle(&self) {
+        loop {
+            let done = self.request_done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if self.active.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            done.await;
         }
     }
 

@@ -94,7 +94,7 @@ pub(crate) fn connect(server: &Server) -> TestClient {
 
 /// Full client capabilities, as a sessionful client declares them.
 pub(crate) fn all_capabilities() -> Value {
-    json!({ "sampling": {}, "elicitation": { "form": {}, "url": {} }, "roots": { "listChanged": true } })
+    json!({ "sampling": { "tools": {} }, "elicitation": { "form": {}, "url": {} }, "roots": { "listChanged": true } })
 }
 
 impl TestClient {

@@ -122,7 +122,11 @@ async fn unknown_progress_token_reaches_the_handler() {
 
 #[tokio::test]
 async fn end_of_input_cancels_handlers_and_ends_the_connection() {
-    let (mut raw, mut served) = serve_lines(PeerConfig::default(), None);
+    let config = PeerConfig {
+        drain_timeout: Duration::from_millis(100),
+        ..PeerConfig::default()
+    };
+    let (mut raw, mut served) = serve_lines(config, None);
     raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"wait_cancel"}"#)
         .await;
     assert_eq!(served.events.next().await, "started 1");
@@ -134,4 +138,37 @@ async fn end_of_input_cancels_handlers_and_ends_the_connection() {
     assert!(result.is_ok(), "{result:?}");
     assert!(served.peer.is_closed());
     within(served.peer.closed()).await;
+}
+
+#[tokio::test]
+async fn end_of_input_still_answers_requests_that_finish_in_time() {
+    let (mut raw, served) = serve_lines(PeerConfig::default(), None);
+    raw.send(r#"{"jsonrpc":"2.0","id":"late","method":"gate"}"#)
+        .await;
+    raw.close_input().await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    served.handler.gate.add_permits(1);
+    assert_eq!(
+        raw.recv().await,
+        json!({ "jsonrpc": "2.0", "id": "late", "result": "opened" })
+    );
+    let result = within(served.task).await.expect("join");
+    assert!(result.is_ok(), "{result:?}");
+}
+
+#[tokio::test]
+async fn end_of_input_fails_our_own_pending_requests_at_once() {
+    let (mut raw, served) = serve_lines(PeerConfig::default(), None);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"call_back","params":{"x":1}}"#)
+        .await;
+    let asked = raw.recv().await;
+    assert_eq!(asked["method"], "echo", "the handler asked us something");
+    raw.close_input().await;
+    let answer = raw.recv().await;
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["error"]["code"], -32603,
+        "no answer can come once the input ended"
+    );
+    within(served.task).await.expect("join").expect("clean end");
 }

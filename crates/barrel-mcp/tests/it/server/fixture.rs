@@ -152,6 +152,18 @@ pub(crate) fn server_with(config: ServerConfig) -> (Server, Arc<Probe>) {
             let name = named.content.and_then(|c| c.get("name").cloned()).unwrap_or_default();
             Ok(format!("{}/{}", name.as_str().unwrap_or("?"), sampled.text_content().unwrap_or_default()))
         })
+        .tool("open_url", "URL-mode elicitation", |ctx: Ctx, _: NoArgs| async move {
+            let answer = ctx
+                .elicit(ElicitRequestParams::url("Sign in", "https://example.com/login"))
+                .await?;
+            Ok(format!("{:?}", answer.action))
+        })
+        .tool("sample_tools", "Sampling with tools", |ctx: Ctx, _: NoArgs| async move {
+            let mut params = sampling_request();
+            params.tools = Some(vec![Tool::new("lookup", Tool::empty_input_schema())]);
+            let answer = ctx.create_message(params).await?;
+            Ok(answer.text_content().unwrap_or_default())
+        })
         .tool("roots", "List roots", |ctx: Ctx, _: NoArgs| async move {
             let roots = ctx.list_roots().await?;
             Ok(roots.roots.into_iter().map(|r| r.uri).collect::<Vec<_>>().join("\n"))

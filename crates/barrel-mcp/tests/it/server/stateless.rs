@@ -321,3 +321,56 @@ async fn logs_only_with_a_log_level_in_meta() {
     let note = client.notification().await;
     assert_eq!(note.params.expect("params")["data"], "loud");
 }
+
+#[tokio::test]
+async fn url_elicitation_and_sampling_tools_are_gated_per_request() {
+    let (server, _) = fixture::server();
+    let client = connect(&server);
+    let cases = [
+        (
+            "open_url",
+            json!({ "elicitation": {} }),
+            json!({ "elicitation": { "url": {} } }),
+        ),
+        (
+            "sample_tools",
+            json!({ "sampling": {} }),
+            json!({ "sampling": { "tools": {} } }),
+        ),
+    ];
+    for (tool, declared, needed) in cases {
+        let params = json!({ "name": tool, "arguments": {} });
+        let refused = client
+            .stateless("tools/call", params.clone(), declared)
+            .await
+            .expect_err(tool);
+        assert_eq!(refused.code.0, -32021, "{tool}");
+        assert_eq!(refused.data.expect("data")["requiredCapabilities"], needed);
+        let asked = client
+            .stateless("tools/call", params, needed)
+            .await
+            .expect(tool);
+        assert_eq!(asked["resultType"], "input_required", "{tool}");
+    }
+    let params = json!({ "name": "open_url", "arguments": {} });
+    let asked = client
+        .stateless(
+            "tools/call",
+            params,
+            json!({ "elicitation": { "url": {} } }),
+        )
+        .await
+        .expect("url elicitation");
+    let request = asked["inputRequests"]
+        .as_object()
+        .expect("requests")
+        .values()
+        .next()
+        .cloned()
+        .expect("one");
+    assert_eq!(request["params"]["mode"], "url");
+    assert!(
+        request["params"].get("elicitationId").is_none(),
+        "2026-07-28 has no elicitationId"
+    );
+}

@@ -272,3 +272,50 @@ async fn log_messages_follow_the_session_level() {
     assert_eq!(params["level"], "error");
     assert!(client.drain_notifications().is_empty());
 }
+
+#[tokio::test]
+async fn url_elicitation_and_sampling_with_tools_in_a_session() {
+    let (client, _) = session().await;
+    assert_eq!(
+        text_of(&call(&client, "open_url", json!({})).await),
+        "Accept"
+    );
+    assert_eq!(
+        text_of(&call(&client, "sample_tools", json!({})).await),
+        "short"
+    );
+    let asked = client.asked.lock().expect("asked").clone();
+    let (method, url) = &asked[0];
+    assert_eq!(method, "elicitation/create");
+    assert_eq!(url["mode"], "url");
+    assert_eq!(url["url"], "https://example.com/login");
+    assert!(
+        url["elicitationId"]
+            .as_str()
+            .is_some_and(|id| id.len() >= 16),
+        "2025-11-25 gets an elicitationId"
+    );
+    assert_eq!(asked[1].1["tools"][0]["name"], "lookup");
+}
+
+#[tokio::test]
+async fn url_elicitation_needs_the_url_capability() {
+    let (server, _) = fixture::server();
+    let client = connect(&server);
+    let caps = json!({ "elicitation": { "form": {} }, "sampling": {} });
+    client
+        .request(
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": { "name": "form-only", "version": "1" } }),
+        )
+        .await
+        .expect("initialize");
+    for tool in ["open_url", "sample_tools"] {
+        let refused = client
+            .request("tools/call", json!({ "name": tool, "arguments": {} }))
+            .await
+            .expect_err("capability missing");
+        assert_eq!(refused.code.0, -32600, "{tool}");
+    }
+    assert!(client.asked.lock().expect("asked").is_empty());
+}

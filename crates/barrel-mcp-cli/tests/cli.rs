@@ -1,0 +1,124 @@
+//! The `barrel-mcp` binary end to end: `serve --stdio` answers on stdout with nothing but MCP
+//! messages, survives bad input, and exits cleanly when stdin closes.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// Runs `barrel-mcp serve --stdio` with `input` on stdin, then closes stdin; returns the exit
+/// success and every stdout line parsed as JSON.
+fn run_stdio(input: &[u8]) -> (bool, Vec<Value>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn({
+        let input = input.to_vec();
+        move || {
+            let _ = stdin.write_all(&input);
+        }
+    });
+    let output = child.wait_with_output().expect("the binary exits");
+    writer.join().expect("writer thread");
+    let stdout = String::from_utf8(output.stdout).expect("stdout is UTF-8");
+    let lines = stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+        })
+        .collect();
+    (output.status.success(), lines)
+}
+
+fn line(value: Value) -> String {
+    format!("{value}\n")
+}
+
+fn response<'a>(lines: &'a [Value], id: &Value) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| &l["id"] == id && (l.get("result").is_some() || l.get("error").is_some()))
+        .unwrap_or_else(|| panic!("no response to {id} in {lines:?}"))
+}
+
+#[test]
+fn serves_a_session_survives_bad_input_and_exits_on_eof() {
+    let mut input = String::new();
+    input += &line(
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "cli-test", "version": "1" } } }),
+    );
+    input += &line(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    input += "this is not json\n";
+    input += &"x".repeat(5 * 1024 * 1024);
+    input += "\n";
+    input += &line(
+        json!({ "jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": {
+        "name": "echo", "arguments": { "message": "still here" } } }),
+    );
+    input += &line(json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/list" }));
+    let (success, lines) = run_stdio(input.as_bytes());
+    assert!(success, "clean exit on EOF");
+    assert_eq!(
+        response(&lines, &json!(1))["result"]["protocolVersion"],
+        "2025-06-18"
+    );
+    let errors: Vec<i64> = lines
+        .iter()
+        .filter(|l| l["id"].is_null())
+        .filter_map(|l| l["error"]["code"].as_i64())
+        .collect();
+    assert_eq!(
+        errors,
+        [-32700, -32600],
+        "a parse error, then the oversized line"
+    );
+    let echoed = response(&lines, &json!("call"));
+    assert_eq!(echoed["result"]["content"][0]["text"], "still here");
+    let tools = response(&lines, &json!(3))["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .len();
+    assert!(tools >= 9, "the demo's tools are listed ({tools})");
+}
+
+#[test]
+fn discover_then_initialize_on_one_stdio_connection() {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let mut input = String::new();
+    input += &line(
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": { "_meta": meta } }),
+    );
+    input += &line(
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": { "name": "cli-test", "version": "1" } } }),
+    );
+    let (success, lines) = run_stdio(input.as_bytes());
+    assert!(success);
+    let discovered = &response(&lines, &json!(1))["result"];
+    assert_eq!(discovered["resultType"], "complete");
+    assert_eq!(
+        discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "barrel-mcp-demo"
+    );
+    assert_eq!(
+        response(&lines, &json!(2))["result"]["protocolVersion"],
+        "2024-11-05"
+    );
+}
+
+#[test]
+fn an_empty_stdin_is_a_clean_exit() {
+    let (success, lines) = run_stdio(b"");
+    assert!(success);
+    assert!(lines.is_empty(), "nothing is written unasked");
+}
