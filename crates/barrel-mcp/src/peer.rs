@@ -138,6 +138,8 @@ pub struct RequestOptions {
 #[derive(Clone)]
 pub struct Peer {
     shared: Arc<Shared>,
+    /// The inbound request this handle serves, if it was handed to a handler.
+    related: Option<RequestId>,
 }
 
 impl fmt::Debug for Peer {
@@ -164,7 +166,7 @@ impl Peer {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value, Error> {
-        outbound::request(&self.shared, method, params, options).await
+        outbound::request(&self.shared, self.related.clone(), method, params, options).await
     }
 
     /// Queues a notification behind everything sent before it, and resolves once it is queued
@@ -173,7 +175,23 @@ impl Peer {
     /// Cancel safety: dropping the future before it completes means the notification is not
     /// sent.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
-        self.shared.notify(method, params).await
+        self.shared
+            .notify(method, params, self.related.clone())
+            .await
+    }
+
+    /// The inbound request this handle was handed for, if any. What it sends belongs to that
+    /// request (see [`Outgoing`](crate::transport::Outgoing)).
+    pub fn related(&self) -> Option<&RequestId> {
+        self.related.as_ref()
+    }
+
+    /// A handle whose messages belong to the inbound request `id`.
+    pub fn related_to(&self, id: RequestId) -> Peer {
+        Peer {
+            shared: Arc::clone(&self.shared),
+            related: Some(id),
+        }
     }
 
     /// True once the connection has ended (or is ending).
@@ -209,6 +227,7 @@ pub fn serve<T: Transport>(
     let (outbound_tx, outbound_rx) = mpsc::channel(config.outbound_queue.max(1));
     let peer = Peer {
         shared: Arc::new(Shared::new(config, outbound_tx)),
+        related: None,
     };
     let (reader, writer) = transport.split();
     let task = tokio::spawn(connection::run(

@@ -18,8 +18,8 @@
 
 use std::future::Future;
 
-use barrel_mcp_types::Message;
 use barrel_mcp_types::jsonrpc::DecodeError;
+use barrel_mcp_types::{Message, RequestId};
 
 use crate::Error;
 
@@ -34,6 +34,19 @@ pub use stdio::{StdioReader, StdioTransport, StdioWriter};
 /// A [`DecodeError`] is not fatal: the peer answers it (unless it says `no_reply`) and keeps
 /// reading.
 pub type Frame = Result<Message, DecodeError>;
+
+/// One message on its way out, with the inbound request it belongs to, if any.
+///
+/// A response belongs to its request; so do the notifications and requests a handler sends
+/// while it serves one. A transport with several streams (Streamable HTTP) uses `related` to
+/// put the message on that request's stream; a single-stream transport ignores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    /// The message.
+    pub message: Message,
+    /// The inbound request it belongs to.
+    pub related: Option<RequestId>,
+}
 
 /// A connection that carries whole messages, split into its two halves.
 pub trait Transport: Send + 'static {
@@ -61,6 +74,15 @@ pub trait MessageWriter: Send + 'static {
     /// Sends one message; resolves once it is handed to the underlying channel (flushed, for
     /// byte streams).
     fn send(&mut self, message: Message) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Sends one message knowing which inbound request it belongs to. The default ignores that
+    /// and calls [`MessageWriter::send`]; multi-stream transports override it.
+    fn send_outgoing(
+        &mut self,
+        outgoing: Outgoing,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        self.send(outgoing.message)
+    }
 
     /// Closes the sending side so the other end sees the end of input.
     fn close(&mut self) -> impl Future<Output = Result<(), Error>> + Send;

@@ -3,13 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use barrel_mcp_types::Message;
 use tokio::sync::mpsc;
 
 use super::shared::Shared;
 use super::{Handler, Peer, inbound};
 use crate::Error;
-use crate::transport::{MessageReader, MessageWriter};
+use crate::transport::{MessageReader, MessageWriter, Outgoing};
 
 /// How long messages already queued when the connection ends may take to be written.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -17,7 +16,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     reader: R,
     writer: W,
-    outbound: mpsc::Receiver<Message>,
+    outbound: mpsc::Receiver<Outgoing>,
     handler: Arc<dyn Handler>,
     peer: Peer,
 ) -> Result<(), Error> {
@@ -56,7 +55,7 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
 /// (within [`CLOSE_GRACE`]) and closes the transport.
 async fn write_loop<W: MessageWriter>(
     mut writer: W,
-    mut outbound: mpsc::Receiver<Message>,
+    mut outbound: mpsc::Receiver<Outgoing>,
     shared: &Shared,
 ) -> Result<(), Error> {
     let written = async {
@@ -67,10 +66,10 @@ async fn write_loop<W: MessageWriter>(
                 () = shared.closed.cancelled() => None,
             };
             let Some(message) = message else { break };
-            writer.send(message).await?;
+            writer.send_outgoing(message).await?;
         }
         while let Ok(message) = outbound.try_recv() {
-            writer.send(message).await?;
+            writer.send_outgoing(message).await?;
         }
         writer.close().await
     };

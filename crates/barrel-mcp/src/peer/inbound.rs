@@ -68,7 +68,7 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
         Err(error) => {
             tracing::debug!(%id, method = %request.method, "request refused: {}", error.message);
             shared
-                .enqueue(Response::error(Some(id), error).into())
+                .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
                 .await;
             return;
         }
@@ -77,7 +77,7 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
     let cx = RequestContext {
         id: id.clone(),
         cancel: cancel.clone(),
-        peer: peer.clone(),
+        peer: peer.related_to(id.clone()),
     };
     let started = catch_unwind(AssertUnwindSafe(|| handler.on_request(request, cx)));
     let shared = Arc::clone(shared);
@@ -95,10 +95,10 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
             tracing::debug!(%id, %method, "request cancelled; its outcome is not sent");
         } else {
             let response = Response {
-                id: Some(id),
+                id: Some(id.clone()),
                 outcome,
             };
-            shared.enqueue(response.into()).await;
+            shared.enqueue(response.into(), Some(id)).await;
         }
         shared.request_finished();
     });
@@ -141,7 +141,7 @@ fn cancel_in_flight(shared: &Shared, params: Option<&Value>) {
 async fn on_decode_error(error: DecodeError, shared: &Shared) {
     tracing::debug!(id = ?error.id, "undecodable frame: {}", error.error.message);
     match error.to_response() {
-        Some(response) => shared.enqueue(response).await,
+        Some(response) => shared.enqueue(response, error.id.clone()).await,
         // A malformed response to one of our requests still ends that request.
         None => {
             if let Some(id) = &error.id {

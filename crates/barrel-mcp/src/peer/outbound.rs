@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::RequestOptions;
 use super::shared::{Shared, cancelled_notification, lock};
 use crate::Error;
+use crate::transport::Outgoing;
 
 /// An outbound request waiting for its response.
 pub(super) struct Pending {
@@ -27,6 +28,7 @@ pub(super) struct Pending {
 
 pub(super) async fn request(
     shared: &Arc<Shared>,
+    related: Option<RequestId>,
     method: &str,
     params: Option<Value>,
     options: RequestOptions,
@@ -66,12 +68,14 @@ pub(super) async fn request(
     let mut call = Call {
         shared,
         id,
+        related: related.clone(),
         sent: false,
         done: false,
     };
+    let message = Message::request(id, method, params);
     shared
         .outbound
-        .send(Message::request(id, method, params))
+        .send(Outgoing { message, related })
         .await
         .map_err(|_| Error::Closed)?;
     call.sent = true;
@@ -93,6 +97,8 @@ struct Limits {
 struct Call<'a> {
     shared: &'a Arc<Shared>,
     id: i64,
+    /// The inbound request this call is made for, if any.
+    related: Option<RequestId>,
     sent: bool,
     done: bool,
 }
@@ -136,7 +142,10 @@ impl Call<'_> {
         let was_pending = lock(&self.shared.pending).remove(&self.id).is_some();
         if was_pending && !self.shared.closed.is_cancelled() {
             self.shared
-                .enqueue(cancelled_notification(self.id, reason))
+                .enqueue(
+                    cancelled_notification(self.id, reason),
+                    self.related.clone(),
+                )
                 .await;
         }
     }
@@ -155,7 +164,10 @@ impl Drop for Call<'_> {
             id = self.id,
             "request dropped before its response; cancelling"
         );
-        let message = cancelled_notification(self.id, "the caller stopped waiting");
+        let message = Outgoing {
+            message: cancelled_notification(self.id, "the caller stopped waiting"),
+            related: self.related.clone(),
+        };
         match self.shared.outbound.try_send(message) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(message)) => {

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use barrel_mcp_types::{Message, RequestId};
+
+use crate::transport::Outgoing;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -21,7 +23,7 @@ pub(super) const PROGRESS: &str = "notifications/progress";
 pub(super) struct Shared {
     pub(super) config: PeerConfig,
     /// The one ordered queue to the write loop.
-    pub(super) outbound: mpsc::Sender<Message>,
+    pub(super) outbound: mpsc::Sender<Outgoing>,
     /// Cancelled when the connection ends; parent of every inbound request's token.
     pub(super) closed: CancellationToken,
     /// The next outbound request id.
@@ -39,7 +41,7 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn new(config: PeerConfig, outbound: mpsc::Sender<Message>) -> Self {
+    pub(super) fn new(config: PeerConfig, outbound: mpsc::Sender<Outgoing>) -> Self {
         Self {
             config,
             outbound,
@@ -88,18 +90,29 @@ impl Shared {
     }
 
     /// Queues a message; drops it (with a debug log) when the connection is gone.
-    pub(super) async fn enqueue(&self, message: Message) {
-        if self.outbound.send(message).await.is_err() {
+    pub(super) async fn enqueue(&self, message: Message, related: Option<RequestId>) {
+        if self
+            .outbound
+            .send(Outgoing { message, related })
+            .await
+            .is_err()
+        {
             tracing::debug!("connection closed; outbound message dropped");
         }
     }
 
-    pub(super) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {
+    pub(super) async fn notify(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        related: Option<RequestId>,
+    ) -> Result<(), Error> {
         if self.closed.is_cancelled() {
             return Err(Error::Closed);
         }
+        let message = Message::notification(method, params);
         self.outbound
-            .send(Message::notification(method, params))
+            .send(Outgoing { message, related })
             .await
             .map_err(|_| Error::Closed)
     }

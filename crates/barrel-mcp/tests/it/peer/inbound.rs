@@ -172,3 +172,58 @@ async fn end_of_input_fails_our_own_pending_requests_at_once() {
     );
     within(served.task).await.expect("join").expect("clean end");
 }
+
+/// A writer that records which inbound request each outgoing message belongs to.
+struct RecordingWriter(tokio::sync::mpsc::UnboundedSender<barrel_mcp::transport::Outgoing>);
+
+impl barrel_mcp::transport::MessageWriter for RecordingWriter {
+    async fn send(&mut self, message: barrel_mcp::types::Message) -> Result<(), barrel_mcp::Error> {
+        self.send_outgoing(barrel_mcp::transport::Outgoing {
+            message,
+            related: None,
+        })
+        .await
+    }
+
+    async fn send_outgoing(
+        &mut self,
+        outgoing: barrel_mcp::transport::Outgoing,
+    ) -> Result<(), barrel_mcp::Error> {
+        self.0.send(outgoing).map_err(|_| barrel_mcp::Error::Closed)
+    }
+
+    async fn close(&mut self) -> Result<(), barrel_mcp::Error> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn what_a_handler_sends_is_tagged_with_its_request() {
+    use barrel_mcp::transport::{MessageWriter as _, memory};
+    use barrel_mcp::types::{Message, RequestId};
+
+    let (ours, theirs) = memory();
+    let (their_reader, _their_writer) = barrel_mcp::transport::Transport::split(theirs);
+    let (tx, mut recorded) = tokio::sync::mpsc::unbounded_channel();
+    let (handler, _events) = crate::support::handler();
+    let (_peer, _task) = barrel_mcp::peer::serve(
+        (their_reader, RecordingWriter(tx)),
+        handler,
+        PeerConfig::default(),
+    );
+    let (_our_reader, mut our_writer) = barrel_mcp::transport::Transport::split(ours);
+    our_writer
+        .send(Message::request("req-7", "notify_then_reply", None))
+        .await
+        .expect("sent");
+    let mut tags = Vec::new();
+    for _ in 0..3 {
+        let outgoing = within(recorded.recv()).await.expect("recorded");
+        tags.push(outgoing.related);
+    }
+    assert_eq!(
+        tags,
+        vec![Some(RequestId::from("req-7")); 3],
+        "two notifications and the response"
+    );
+}
