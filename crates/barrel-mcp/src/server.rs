@@ -25,6 +25,7 @@ mod events;
 mod handler;
 mod input;
 mod invoke;
+mod listen;
 mod registry;
 pub mod request_state;
 mod session;
@@ -72,6 +73,9 @@ pub struct ServerConfig {
     pub cache_scope: CacheScope,
     /// Validate tool results against the tool's `outputSchema`. Default true.
     pub validate_output: bool,
+    /// The most `subscriptions/listen` requests open at once, over all connections. Default
+    /// 1024; one more is answered -32603.
+    pub max_subscriptions: usize,
     /// Connection limits of the JSON-RPC peer.
     pub peer: PeerConfig,
 }
@@ -86,6 +90,7 @@ impl Default for ServerConfig {
             cache_ttl_ms: 0,
             cache_scope: CacheScope::Private,
             validate_output: true,
+            max_subscriptions: 1024,
             peer: PeerConfig::default(),
         }
     }
@@ -104,6 +109,8 @@ struct Inner {
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
     state_codec: RequestStateCodec,
+    /// `subscriptions/listen` requests open now.
+    open_subscriptions: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Server {

@@ -223,6 +223,7 @@ impl ServerBuilder {
                 registry: RwLock::new(self.registry),
                 events,
                 state_codec,
+                open_subscriptions: std::sync::atomic::AtomicUsize::new(0),
             }),
         })
     }

@@ -16,6 +16,7 @@ use super::completion::CompletionRequest;
 use super::context::Scope;
 use super::cursor::paginate;
 use super::invoke;
+use super::listen;
 use super::stateless;
 use crate::peer::RequestContext;
 
@@ -53,6 +54,7 @@ async fn route(
         ("prompts/get", _) => invoke::get_prompt(server, scope, params, cx).await,
         ("completion/complete", _) => complete(server, &scope, decode(params)?).await,
         ("server/discover", None) => stateless::discover(server),
+        ("subscriptions/listen", None) => listen::listen(server, decode(params)?, cx).await,
         ("ping", Some(_)) => Ok(empty()),
         ("logging/setLevel", Some(session)) => {
             let params: SetLevelParams = decode(params)?;

@@ -6,6 +6,7 @@
 
 mod fixture;
 mod lifecycle;
+mod listen;
 mod listing;
 mod resources_prompts;
 mod stateless;

@@ -1,0 +1,127 @@
+//! `subscriptions/listen` (2026-07-28): one long-lived request that delivers the change
+//! notifications the client opted in to.
+//!
+//! The server subscribes to registry changes before it acknowledges, so nothing that happens
+//! after the acknowledgement is missed. Every notification carries the listen request's id in
+//! `_meta["io.modelcontextprotocol/subscriptionId"]` and belongs to that request, so Streamable
+//! HTTP puts it on the listen stream. The client ends a subscription by cancelling the request
+//! (closing the stream over HTTP, `notifications/cancelled` on stdio); when the server ends it
+//! (it is shutting down), it answers the request with an empty result.
+
+use std::sync::atomic::Ordering;
+
+use barrel_mcp_types::meta::SUBSCRIPTION_ID_KEY;
+use barrel_mcp_types::{
+    ErrorObject, Meta, SubscriptionFilter, SubscriptionsAcknowledgedParams,
+    SubscriptionsListenParams,
+};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Server;
+use super::events::ServerEvent;
+use crate::peer::RequestContext;
+
+/// Holds one slot of the open-subscription cap until the subscription ends.
+struct Slot<'a>(&'a Server);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0
+            .inner
+            .open_subscriptions
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Serves one `subscriptions/listen` request until it is cancelled or the server goes away.
+pub(crate) async fn listen(
+    server: &Server,
+    params: SubscriptionsListenParams,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let limit = server.config().max_subscriptions;
+    let open = server
+        .inner
+        .open_subscriptions
+        .fetch_add(1, Ordering::AcqRel);
+    let _slot = Slot(server);
+    if open >= limit {
+        return Err(ErrorObject::internal(format!(
+            "subscription limit reached ({limit} open)"
+        )));
+    }
+    let mut events = server.inner.events.subscribe();
+    let honoured = honoured(&params.notifications);
+    let tag = tag_for(&cx);
+    let ack = SubscriptionsAcknowledgedParams {
+        notifications: honoured.clone(),
+        meta: Some(tag.clone()),
+    };
+    let ack = serde_json::to_value(ack).map_err(|e| ErrorObject::internal(e.to_string()))?;
+    send(&cx, "notifications/subscriptions/acknowledged", ack).await?;
+    loop {
+        let event = tokio::select! {
+            () = cx.cancel.cancelled() => return Ok(Value::Null),
+            event = events.recv() => event,
+        };
+        let event = match event {
+            Ok(event) => event,
+            Err(RecvError::Lagged(skipped)) => {
+                tracing::debug!(skipped, "listen stream fell behind; changes skipped");
+                continue;
+            }
+            Err(RecvError::Closed) => break,
+        };
+        if let Some(params) = notification_params(&event, &honoured, &tag) {
+            send(&cx, event.method(), params).await?;
+        }
+    }
+    Ok(json!({ "_meta": tag }))
+}
+
+/// What the server honours of a filter: every list-changed flag and every resource URI; task
+/// ids are not served (no tasks extension yet), so they are left out of the acknowledgement.
+fn honoured(asked: &SubscriptionFilter) -> SubscriptionFilter {
+    SubscriptionFilter {
+        task_ids: None,
+        ..asked.clone()
+    }
+}
+
+fn tag_for(cx: &RequestContext) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert(SUBSCRIPTION_ID_KEY.to_owned(), cx.id.to_value());
+    meta
+}
+
+/// The params of the notification for `event`, or `None` when the filter does not want it.
+fn notification_params(
+    event: &ServerEvent,
+    filter: &SubscriptionFilter,
+    tag: &Meta,
+) -> Option<Value> {
+    let wanted = match event {
+        ServerEvent::ToolsChanged => filter.tools_list_changed == Some(true),
+        ServerEvent::PromptsChanged => filter.prompts_list_changed == Some(true),
+        ServerEvent::ResourcesChanged => filter.resources_list_changed == Some(true),
+        ServerEvent::ResourceUpdated(uri) => filter
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|uris| uris.contains(uri)),
+    };
+    if !wanted {
+        return None;
+    }
+    Some(match event {
+        ServerEvent::ResourceUpdated(uri) => json!({ "uri": uri, "_meta": tag }),
+        _ => json!({ "_meta": tag }),
+    })
+}
+
+async fn send(cx: &RequestContext, method: &str, params: Value) -> Result<(), ErrorObject> {
+    cx.peer
+        .notify(method, Some(params))
+        .await
+        .map_err(|e| e.to_error_object())
+}
