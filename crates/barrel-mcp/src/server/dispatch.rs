@@ -3,7 +3,7 @@
 //! results are shaped for its revision.
 
 use barrel_mcp_types::{
-    CompleteParams, CompleteResult, Completion, CompletionReference, ErrorObject,
+    CacheScope, CompleteParams, CompleteResult, Completion, CompletionReference, ErrorObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedParams, Request, SetLevelParams, Shape, SubscribeParams, UnsubscribeParams,
 };
@@ -17,6 +17,7 @@ use super::context::Scope;
 use super::cursor::paginate;
 use super::invoke;
 use super::listen;
+use super::registry::{Collection, Keyed, Registry};
 use super::stateless;
 use crate::peer::RequestContext;
 
@@ -95,8 +96,28 @@ fn empty() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-fn invalid_cursor(e: impl std::fmt::Display) -> ErrorObject {
-    ErrorObject::invalid_params(format!("invalid cursor: {e}"))
+/// One page of a registry list, in the list's order; a forged or stale cursor is -32602.
+fn page<E, T: Clone>(
+    server: &Server,
+    list: impl Fn(&Registry) -> &Collection<E>,
+    item: impl Fn(&E) -> T,
+    cursor: Option<&str>,
+) -> Result<(Vec<T>, Option<String>), ErrorObject>
+where
+    E: Keyed,
+{
+    let registry = server.read_registry();
+    let list = list(&registry);
+    let all: Vec<&E> = list.iter().collect();
+    let (entries, next) = paginate(&all, cursor, server.config().page_size, list.version())
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid cursor: {e}")))?;
+    Ok((entries.into_iter().map(item).collect(), next))
+}
+
+/// The cache hints of 2026-07-28 (`ttlMs`, `cacheScope`); shaped away for older revisions.
+pub(crate) fn cache_hints(server: &Server) -> (Option<u64>, Option<CacheScope>) {
+    let config = server.config();
+    (Some(config.cache_ttl_ms), Some(config.cache_scope))
 }
 
 fn list_tools(
@@ -104,28 +125,21 @@ fn list_tools(
     scope: &Scope,
     params: PaginatedParams,
 ) -> Result<Value, ErrorObject> {
-    let (tools, next_cursor) = {
-        let registry = server.read_registry();
-        let all: Vec<_> = registry.tools.iter().map(|e| e.tool.clone()).collect();
-        paginate(
-            &all,
-            params.cursor.as_deref(),
-            server.config().page_size,
-            registry.tools.version(),
-        )
-        .map_err(invalid_cursor)?
+    let (tools, next_cursor) = page(
+        server,
+        |r| &r.tools,
+        |e| e.tool.clone(),
+        params.cursor.as_deref(),
+    )?;
+    let (ttl_ms, cache_scope) = cache_hints(server);
+    let result = ListToolsResult {
+        tools,
+        next_cursor,
+        ttl_ms,
+        cache_scope,
+        meta: None,
     };
-    let config = server.config();
-    encode(
-        ListToolsResult {
-            tools,
-            next_cursor,
-            ttl_ms: Some(config.cache_ttl_ms),
-            cache_scope: Some(config.cache_scope),
-            meta: None,
-        },
-        scope,
-    )
+    encode(result, scope)
 }
 
 fn list_resources(
@@ -133,32 +147,21 @@ fn list_resources(
     scope: &Scope,
     params: PaginatedParams,
 ) -> Result<Value, ErrorObject> {
-    let (resources, next_cursor) = {
-        let registry = server.read_registry();
-        let all: Vec<_> = registry
-            .resources
-            .iter()
-            .map(|e| e.resource.clone())
-            .collect();
-        paginate(
-            &all,
-            params.cursor.as_deref(),
-            server.config().page_size,
-            registry.resources.version(),
-        )
-        .map_err(invalid_cursor)?
+    let (resources, next_cursor) = page(
+        server,
+        |r| &r.resources,
+        |e| e.resource.clone(),
+        params.cursor.as_deref(),
+    )?;
+    let (ttl_ms, cache_scope) = cache_hints(server);
+    let result = ListResourcesResult {
+        resources,
+        next_cursor,
+        ttl_ms,
+        cache_scope,
+        meta: None,
     };
-    let config = server.config();
-    encode(
-        ListResourcesResult {
-            resources,
-            next_cursor,
-            ttl_ms: Some(config.cache_ttl_ms),
-            cache_scope: Some(config.cache_scope),
-            meta: None,
-        },
-        scope,
-    )
+    encode(result, scope)
 }
 
 fn list_templates(
@@ -166,32 +169,21 @@ fn list_templates(
     scope: &Scope,
     params: PaginatedParams,
 ) -> Result<Value, ErrorObject> {
-    let (resource_templates, next_cursor) = {
-        let registry = server.read_registry();
-        let all: Vec<_> = registry
-            .templates
-            .iter()
-            .map(|e| e.template.clone())
-            .collect();
-        paginate(
-            &all,
-            params.cursor.as_deref(),
-            server.config().page_size,
-            registry.templates.version(),
-        )
-        .map_err(invalid_cursor)?
+    let (resource_templates, next_cursor) = page(
+        server,
+        |r| &r.templates,
+        |e| e.template.clone(),
+        params.cursor.as_deref(),
+    )?;
+    let (ttl_ms, cache_scope) = cache_hints(server);
+    let result = ListResourceTemplatesResult {
+        resource_templates,
+        next_cursor,
+        ttl_ms,
+        cache_scope,
+        meta: None,
     };
-    let config = server.config();
-    encode(
-        ListResourceTemplatesResult {
-            resource_templates,
-            next_cursor,
-            ttl_ms: Some(config.cache_ttl_ms),
-            cache_scope: Some(config.cache_scope),
-            meta: None,
-        },
-        scope,
-    )
+    encode(result, scope)
 }
 
 fn list_prompts(
@@ -199,28 +191,21 @@ fn list_prompts(
     scope: &Scope,
     params: PaginatedParams,
 ) -> Result<Value, ErrorObject> {
-    let (prompts, next_cursor) = {
-        let registry = server.read_registry();
-        let all: Vec<_> = registry.prompts.iter().map(|e| e.prompt.clone()).collect();
-        paginate(
-            &all,
-            params.cursor.as_deref(),
-            server.config().page_size,
-            registry.prompts.version(),
-        )
-        .map_err(invalid_cursor)?
+    let (prompts, next_cursor) = page(
+        server,
+        |r| &r.prompts,
+        |e| e.prompt.clone(),
+        params.cursor.as_deref(),
+    )?;
+    let (ttl_ms, cache_scope) = cache_hints(server);
+    let result = ListPromptsResult {
+        prompts,
+        next_cursor,
+        ttl_ms,
+        cache_scope,
+        meta: None,
     };
-    let config = server.config();
-    encode(
-        ListPromptsResult {
-            prompts,
-            next_cursor,
-            ttl_ms: Some(config.cache_ttl_ms),
-            cache_scope: Some(config.cache_scope),
-            meta: None,
-        },
-        scope,
-    )
+    encode(result, scope)
 }
 
 /// `completion/complete`: the completer registered for the prompt argument or template

@@ -40,9 +40,14 @@ fn input_mode(
     scope: &Scope,
     method: &'static str,
     params: &Value,
-    request_state: Option<&str>,
-    responses: Option<InputResponses>,
+    round: Round,
 ) -> Result<(InputMode, Option<RoundTrip>), ErrorObject> {
+    let Round {
+        request_state,
+        input_responses: responses,
+        ..
+    } = round;
+    let request_state = request_state.as_deref();
     if !scope.is_stateless() {
         return Ok((InputMode::Session, None));
     }
@@ -65,6 +70,37 @@ fn input_mode(
         round,
     };
     Ok((InputMode::Rounds(Rounds::new(answers)), Some(trip)))
+}
+
+/// What a request carries for its handler's context: its `_meta` and, in 2026-07-28, the
+/// multi round-trip state.
+struct Round {
+    meta: Option<Meta>,
+    request_state: Option<String>,
+    input_responses: Option<InputResponses>,
+}
+
+/// The handler's context for a request that may ask the client for input.
+fn context(
+    server: &Server,
+    scope: &Scope,
+    method: &'static str,
+    raw: &Value,
+    mut round: Round,
+    cx: RequestContext,
+) -> Result<(Ctx, Option<RoundTrip>), ErrorObject> {
+    let meta = round.meta.take().unwrap_or_default();
+    let (input, trip) = input_mode(server, scope, method, raw, round)?;
+    let ctx = Ctx::new(
+        cx.id,
+        meta,
+        scope.clone(),
+        cx.cancel,
+        cx.peer,
+        server.clone(),
+        input,
+    );
+    Ok((ctx, trip))
 }
 
 /// Turns the handler's outcome into a result, or into `input_required` when it asked questions
@@ -112,10 +148,6 @@ fn settle<T>(
     Ok(Outcome::InputRequired(value))
 }
 
-fn meta_of(meta: &Option<Meta>) -> Meta {
-    meta.clone().unwrap_or_default()
-}
-
 /// `tools/call`: unknown tool is -32602; arguments that fail the `inputSchema` and handler
 /// errors become `isError` results; a result that fails the `outputSchema` is -32603.
 pub(crate) async fn call_tool(
@@ -137,23 +169,12 @@ pub(crate) async fn call_tool(
         let text = format!("invalid arguments: {}", problems.join("; "));
         return encode(CallToolResult::error(text), &scope);
     }
-    let (input, trip) = input_mode(
-        server,
-        &scope,
-        "tools/call",
-        &raw,
-        params.request_state.as_deref(),
-        params.input_responses.take(),
-    )?;
-    let ctx = Ctx::new(
-        cx.id,
-        meta_of(&params.meta),
-        scope.clone(),
-        cx.cancel,
-        cx.peer,
-        server.clone(),
-        input,
-    );
+    let round = Round {
+        meta: params.meta.take(),
+        request_state: params.request_state.take(),
+        input_responses: params.input_responses.take(),
+    };
+    let (ctx, trip) = context(server, &scope, "tools/call", &raw, round, cx)?;
     let Value::Object(arguments) = arguments else {
         return Err(ErrorObject::internal("arguments are not an object"));
     };
@@ -206,23 +227,12 @@ pub(crate) async fn read_resource(
                 .with_data(json!({ "uri": params.uri })),
         );
     };
-    let (input, trip) = input_mode(
-        server,
-        &scope,
-        "resources/read",
-        &raw,
-        params.request_state.as_deref(),
-        params.input_responses.take(),
-    )?;
-    let ctx = Ctx::new(
-        cx.id,
-        meta_of(&params.meta),
-        scope.clone(),
-        cx.cancel,
-        cx.peer,
-        server.clone(),
-        input,
-    );
+    let round = Round {
+        meta: params.meta.take(),
+        request_state: params.request_state.take(),
+        input_responses: params.input_responses.take(),
+    };
+    let (ctx, trip) = context(server, &scope, "resources/read", &raw, round, cx)?;
     let request = ResourceRequest {
         uri: params.uri.clone(),
         variables,
@@ -269,23 +279,12 @@ pub(crate) async fn get_prompt(
             )));
         }
     }
-    let (input, trip) = input_mode(
-        server,
-        &scope,
-        "prompts/get",
-        &raw,
-        params.request_state.as_deref(),
-        params.input_responses.take(),
-    )?;
-    let ctx = Ctx::new(
-        cx.id,
-        meta_of(&params.meta),
-        scope.clone(),
-        cx.cancel,
-        cx.peer,
-        server.clone(),
-        input,
-    );
+    let round = Round {
+        meta: params.meta.take(),
+        request_state: params.request_state.take(),
+        input_responses: params.input_responses.take(),
+    };
+    let (ctx, trip) = context(server, &scope, "prompts/get", &raw, round, cx)?;
     let result = (handler.0)(ctx.clone(), arguments).await;
     match settle(server, &ctx, trip, result)? {
         Outcome::InputRequired(value) => Ok(value),
