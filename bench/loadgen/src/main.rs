@@ -1,0 +1,217 @@
+//! `loadgen`: the load generator of the barrel-mcp Streamable HTTP benchmark.
+//!
+//! ```text
+//! loadgen wait URL                                   wait (≤30 s) until the port accepts
+//! loadgen calls URL --server S --case C [--stateless] [--conns N] [--accept A]
+//!                   [--duration SECS] [--warmup SECS] [--pid PID] [--out FILE]
+//! loadgen sessions URL --server S --case C [--conns N] [--duration SECS] [--warmup SECS] ...
+//! loadgen memory URL --server S --pid PID [--sessions N] [--conns N] [--out FILE]
+//! loadgen report FILE                                print the markdown table
+//! ```
+//!
+//! It runs on one thread (pin it with `taskset`) and only targets loopback addresses.
+
+mod http;
+mod mcp;
+mod report;
+mod run;
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::http::{Conn, Target};
+use crate::mcp::{Client, Mode};
+use crate::run::Work;
+
+/// The longest a timed case may last, whatever is asked.
+const MAX_CASE: Duration = Duration::from_secs(120);
+
+struct Args {
+    command: String,
+    url: String,
+    server: String,
+    case: String,
+    stateless: bool,
+    conns: usize,
+    accept: String,
+    duration: Duration,
+    warmup: Duration,
+    pid: Option<u32>,
+    sessions: usize,
+    out: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let command = it
+        .next()
+        .ok_or("missing command (wait|calls|sessions|memory|report)")?;
+    let url = it.next().ok_or("missing URL or FILE")?;
+    let mut args = Args {
+        command,
+        url,
+        server: "server".to_owned(),
+        case: "case".to_owned(),
+        stateless: false,
+        conns: 64,
+        accept: "application/json, text/event-stream".to_owned(),
+        duration: Duration::from_secs(10),
+        warmup: Duration::from_secs(2),
+        pid: None,
+        sessions: 1000,
+        out: None,
+    };
+    let secs = |v: String| {
+        v.parse::<f64>()
+            .map(Duration::from_secs_f64)
+            .map_err(|e| e.to_string())
+    };
+    while let Some(flag) = it.next() {
+        if flag == "--stateless" {
+            args.stateless = true;
+            continue;
+        }
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--server" => args.server = value,
+            "--case" => args.case = value,
+            "--conns" => args.conns = value.parse().map_err(|e| format!("--conns: {e}"))?,
+            "--accept" => args.accept = value,
+            "--duration" => args.duration = secs(value)?.min(MAX_CASE),
+            "--warmup" => args.warmup = secs(value)?.min(MAX_CASE),
+            "--pid" => args.pid = Some(value.parse().map_err(|e| format!("--pid: {e}"))?),
+            "--sessions" => {
+                args.sessions = value.parse().map_err(|e| format!("--sessions: {e}"))?
+            }
+            "--out" => args.out = Some(value),
+            _ => return Err(format!("unknown flag {flag}")),
+        }
+    }
+    args.conns = args.conns.clamp(1, 1024);
+    args.sessions = args.sessions.min(100_000);
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.command == "report" {
+        return match std::fs::read_to_string(&args.url) {
+            Ok(tsv) => {
+                print!("{}", report::table(&tsv));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("loadgen: {}: {e}", args.url);
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime builds with default settings");
+    match runtime.block_on(command(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn command(args: Args) -> Result<(), String> {
+    let target = Target::parse(&args.url)?;
+    let client = Client {
+        target: target.clone(),
+        accept: args.accept.clone(),
+    };
+    let fields = match args.command.as_str() {
+        "wait" => return wait(&target).await,
+        "calls" | "sessions" => {
+            let work = match (args.command.as_str(), args.stateless) {
+                ("sessions", _) => Work::Session,
+                (_, true) => Work::Call(Mode::Stateless),
+                (_, false) => Work::Call(Mode::Session),
+            };
+            let o = run::timed(
+                client,
+                work,
+                args.conns,
+                args.warmup,
+                args.duration,
+                args.pid,
+            )
+            .await;
+            let mut fields = vec![
+                ("rps", format!("{:.1}", o.ops as f64 / o.seconds)),
+                ("p50_us", o.quantile_us(0.50).to_string()),
+                ("p99_us", o.quantile_us(0.99).to_string()),
+                ("errors", o.errors.to_string()),
+                ("reply", o.reply_kind().to_owned()),
+                ("ops", o.ops.to_string()),
+            ];
+            if let Some(cpu) = o.cpu_us {
+                fields.push(("cpu_us", format!("{cpu:.1}")));
+            }
+            if let Some(e) = o.first_error {
+                fields.push(("first_error", clean(&e)));
+            }
+            fields
+        }
+        "memory" => {
+            let pid = args.pid.ok_or("memory needs --pid")?;
+            let m = run::memory(client, pid, args.sessions, args.conns.min(8)).await;
+            let mut fields = vec![
+                ("idle_kib", m.idle_kib.to_string()),
+                ("full_kib", m.full_kib.to_string()),
+                ("opened", m.opened.to_string()),
+                ("errors", m.errors.to_string()),
+            ];
+            if let Some(e) = m.first_error {
+                fields.push(("first_error", clean(&e)));
+            }
+            fields
+        }
+        other => return Err(format!("unknown command {other}")),
+    };
+    let line = report::line(&args.server, &args.case, &fields);
+    println!("{}", line.replace('\t', "  "));
+    if let Some(path) = args.out {
+        use std::io::Write as _;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| format!("{path}: {e}"))?;
+        writeln!(file, "{line}").map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Waits until the server accepts a TCP connection, for at most 30 s.
+async fn wait(target: &Target) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match Conn::connect(target).await {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() > deadline => {
+                return Err(format!("{}: not accepting after 30 s: {e}", target.addr));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// Makes a message safe for one TSV field.
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect()
+}

@@ -1,0 +1,144 @@
+//! The MCP messages the benchmark sends, and checks of the replies.
+//!
+//! Sessionful requests speak `2025-11-25`, the newest revision every peer accepts through
+//! `initialize`; stateless ones speak `2026-07-28` with the per-request `_meta` envelope and the
+//! `Mcp-Method`/`Mcp-Name` headers.
+
+use std::fmt::Write as _;
+
+use crate::http::{Conn, Response, Target, find};
+
+/// The revision negotiated by `initialize`.
+pub const SESSION_VERSION: &str = "2025-11-25";
+/// The stateless revision.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+/// What the echo tool is asked to send back; a reply without it is an error.
+const MESSAGE: &str = "hello-bench";
+
+/// How requests are sent: inside a session, or stateless with the per-request envelope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Session,
+    Stateless,
+}
+
+/// Everything needed to build requests for one server.
+#[derive(Clone, Debug)]
+pub struct Client {
+    pub target: Target,
+    pub accept: String,
+}
+
+impl Client {
+    fn post(&self, extra: &[(&str, &str)], body: &str) -> Vec<u8> {
+        let mut req = String::with_capacity(256 + body.len());
+        let _ = write!(
+            req,
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: {}\r\nContent-Length: {}\r\n",
+            self.target.path,
+            self.target.authority,
+            self.accept,
+            body.len()
+        );
+        for (name, value) in extra {
+            let _ = write!(req, "{name}: {value}\r\n");
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        req.into_bytes()
+    }
+
+    /// `initialize` then `notifications/initialized`; returns the session id.
+    pub async fn open_session(&self, conn: &mut Conn) -> Result<String, String> {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{SESSION_VERSION}","capabilities":{{}},"clientInfo":{{"name":"loadgen","version":"0.0.0"}}}}}}"#
+        );
+        let reply = conn
+            .roundtrip(&self.post(&[], &body))
+            .await
+            .map_err(|e| format!("initialize: {e}"))?;
+        if reply.status != 200 || find(&reply.body, b"\"result\"").is_none() {
+            return Err(format!("initialize: {}", describe(&reply)));
+        }
+        let session = reply
+            .session
+            .ok_or_else(|| "initialize: no Mcp-Session-Id in the reply".to_owned())?;
+        let body = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let headers = [
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", SESSION_VERSION),
+        ];
+        let reply = conn
+            .roundtrip(&self.post(&headers, body))
+            .await
+            .map_err(|e| format!("initialized: {e}"))?;
+        if !(200..300).contains(&reply.status) {
+            return Err(format!("initialized: {}", describe(&reply)));
+        }
+        Ok(session)
+    }
+
+    /// Ends a session with DELETE.
+    pub async fn close_session(&self, conn: &mut Conn, session: &str) -> Result<(), String> {
+        let req = format!(
+            "DELETE {} HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: {SESSION_VERSION}\r\n\r\n",
+            self.target.path, self.target.authority
+        );
+        let reply = conn
+            .roundtrip(req.as_bytes())
+            .await
+            .map_err(|e| format!("DELETE: {e}"))?;
+        if !(200..300).contains(&reply.status) {
+            return Err(format!("DELETE: {}", describe(&reply)));
+        }
+        Ok(())
+    }
+
+    /// One `tools/call` of `echo`, checked; returns whether the reply was an SSE stream.
+    pub async fn call(
+        &self,
+        conn: &mut Conn,
+        session: Option<&str>,
+        id: u64,
+    ) -> Result<bool, String> {
+        let request = match session {
+            Some(session) => {
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{MESSAGE}"}}}}}}"#
+                );
+                let headers = [
+                    ("Mcp-Session-Id", session),
+                    ("MCP-Protocol-Version", SESSION_VERSION),
+                ];
+                self.post(&headers, &body)
+            }
+            None => {
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{MESSAGE}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{STATELESS_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"loadgen","version":"0.0.0"}}}}}}}}"#
+                );
+                let headers = [
+                    ("MCP-Protocol-Version", STATELESS_VERSION),
+                    ("Mcp-Method", "tools/call"),
+                    ("Mcp-Name", "echo"),
+                ];
+                self.post(&headers, &body)
+            }
+        };
+        let reply = conn.roundtrip(&request).await.map_err(|e| e.to_string())?;
+        let ok = reply.status == 200
+            && find(&reply.body, b"\"result\"").is_some()
+            && find(&reply.body, MESSAGE.as_bytes()).is_some()
+            && find(&reply.body, b"\"isError\":true").is_none();
+        if ok {
+            Ok(reply.is_sse())
+        } else {
+            Err(describe(&reply))
+        }
+    }
+}
+
+fn describe(reply: &Response) -> String {
+    let body = String::from_utf8_lossy(&reply.body);
+    let body: String = body.chars().take(300).collect();
+    format!("HTTP {} {}: {body}", reply.status, reply.content_type)
+}
