@@ -41,6 +41,10 @@ pub enum Error {
     /// when the client retries with the answers.
     #[error("input required from the client")]
     InputRequired,
+    /// The call is not available on this connection: the server did not advertise the
+    /// capability it needs, or the negotiated revision has no such method. Nothing was sent.
+    #[error("not supported: {0}")]
+    Unsupported(String),
 }
 
 impl Error {
@@ -52,6 +56,11 @@ impl Error {
     /// True when the request timed out.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Timeout)
+    }
+
+    /// True when the call was refused locally because the server or the revision lacks it.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, Self::Unsupported(_))
     }
 
     /// The JSON-RPC error, when this is one.

@@ -38,6 +38,7 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | [`client`] | the client: typed calls in every revision, a handler for what servers ask, federation |
 //! | [`server`] | the registry, handlers and [`server::Ctx`], served in both protocol eras |
 //! | [`peer`] | the JSON-RPC engine every role runs on |
 //! | [`transport`] | in-memory and stdio transports |
@@ -49,6 +50,7 @@
 //! dropping a request sends `notifications/cancelled` for it; dropping `serve` stops the
 //! connection and cancels its in-flight handlers.
 
+pub mod client;
 pub mod error;
 pub mod peer;
 pub mod server;

@@ -23,6 +23,7 @@ use barrel_mcp_types::{Message, RequestId};
 
 use crate::Error;
 
+pub mod child;
 pub mod memory;
 pub mod stdio;
 

@@ -3,6 +3,7 @@
 //! `support` holds the shared helpers: a step timeout, a scriptable handler, and drivers that
 //! speak raw JSON lines or raw messages to a peer under test.
 
+mod client;
 mod peer;
 mod server;
 mod support;

@@ -1,0 +1,176 @@
+//! The MCP client: one typed call for every client-to-server method of every revision.
+//!
+//! Build a client with [`Client::builder`] and connect it over any
+//! [`Transport`](crate::transport::Transport): an in-memory pair, a child process
+//! ([`transport::child`](crate::transport::child)), or the process's own stdio. The
+//! [`Client`] it returns is a cheap `Clone` handle; every clone shares the one connection.
+//!
+//! ```no_run
+//! use barrel_mcp::client::Client;
+//! use barrel_mcp::transport::child::ChildCommand;
+//! use barrel_mcp::types::CallToolParams;
+//!
+//! # async fn run() -> barrel_mcp::Result<()> {
+//! let transport = ChildCommand::new("my-server").arg("--stdio").spawn()?;
+//! let client = Client::builder().name("example", "1.0").connect(transport).await?;
+//! println!("{} speaks {}", client.server_info().name, client.protocol_version());
+//! for tool in client.list_all_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let mut args = serde_json::Map::new();
+//! args.insert("message".into(), "hi".into());
+//! let result = client.call_tool(CallToolParams::new("echo").with_arguments(args)).await?;
+//! println!("{result:?}");
+//! client.close();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Revisions
+//!
+//! [`VersionMode::Auto`] (the default) probes with `server/discover` and falls back to
+//! `initialize`; [`ClientBuilder::pin`] speaks one revision. In 2026-07-28 every request carries
+//! the `_meta` envelope (revision, client capabilities, client info); `input_required` results
+//! are answered through the [`ClientHandler`] and the request is retried with the answers, up to
+//! [`ClientConfig::max_input_rounds`]. Calls the server did not advertise, or that the revision
+//! lacks, fail with [`Error::Unsupported`](crate::Error::Unsupported) before anything is sent.
+//!
+//! # Cancel safety
+//!
+//! Every call may be dropped at any await point: the request is cancelled
+//! (`notifications/cancelled`) and forgotten.
+
+mod builder;
+mod calls;
+mod clients;
+mod connect;
+mod defaults;
+mod dispatch;
+mod handler;
+mod input;
+mod keepalive;
+mod notification;
+mod options;
+mod pages;
+mod request;
+mod subscription;
+
+use std::fmt;
+use std::sync::Arc;
+
+use barrel_mcp_types::{ClientCapabilities, Implementation, ProtocolVersion, ServerCapabilities};
+use tokio::sync::broadcast;
+
+pub use builder::{ClientBuilder, ClientConfig, Keepalive, VersionMode};
+pub use clients::{Backoff, Clients, ServerStatus};
+pub use handler::{ClientHandler, HandlerContext, NoHandler};
+pub use notification::ServerNotification;
+pub use options::{CallOptions, ProgressCallback};
+pub use pages::{Listing, Pager};
+pub use subscription::ResourceSubscription;
+
+use crate::peer::Peer;
+use connect::Negotiated;
+use dispatch::Event;
+use handler::DynHandler;
+use request::Envelope;
+
+/// A connection to one MCP server. Cheap to clone; every clone shares the connection.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    peer: Peer,
+    negotiated: Negotiated,
+    /// The 2026-07-28 envelope; `None` in a session.
+    envelope: Option<Envelope>,
+    handler: Arc<dyn DynHandler>,
+    client_info: Implementation,
+    client_capabilities: ClientCapabilities,
+    config: ClientConfig,
+    events: broadcast::Sender<Event>,
+}
+
+impl Drop for Inner {
+    /// The last handle is gone: nobody can use the connection any more.
+    fn drop(&mut self) {
+        self.peer.close();
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.server_info().name)
+            .field("version", &self.protocol_version())
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Starts building a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// The revision agreed with the server.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.inner.negotiated.version
+    }
+
+    /// The server's self-description (from `initialize`, or the `serverInfo` of
+    /// `server/discover`; empty when a 2026-07-28 server sent none).
+    pub fn server_info(&self) -> &Implementation {
+        &self.inner.negotiated.server_info
+    }
+
+    /// What the server advertised.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.inner.negotiated.capabilities
+    }
+
+    /// The server's instructions for the model, if any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.negotiated.instructions.as_deref()
+    }
+
+    /// What this client said about itself.
+    pub fn client_info(&self) -> &Implementation {
+        &self.inner.client_info
+    }
+
+    /// The capabilities this client declared.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.client_capabilities
+    }
+
+    /// The client's limits.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// The JSON-RPC connection underneath, for methods this client has no typed call for.
+    pub fn peer(&self) -> &Peer {
+        &self.inner.peer
+    }
+
+    /// True once the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.inner.peer.is_closed()
+    }
+
+    /// Resolves when the connection ends (the server went away, or [`Client::close`]).
+    /// Cancel-safe.
+    pub async fn closed(&self) {
+        self.inner.peer.closed().await;
+    }
+
+    /// Ends the connection: calls in flight fail with [`Error::Closed`](crate::Error::Closed)
+    /// and the transport is closed (for a child process, the shutdown ladder starts).
+    pub fn close(&self) {
+        self.inner.peer.close();
+    }
+}

@@ -1,0 +1,212 @@
+//! [`ClientBuilder`], [`ClientConfig`] and [`VersionMode`]: what a client says about itself,
+//! which revision it speaks, and its limits.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp_types::{ClientCapabilities, Implementation, ProtocolVersion};
+
+use super::Client;
+use super::handler::{ClientHandler, DynHandler, Erased, NoHandler};
+use crate::Result;
+use crate::peer::PeerConfig;
+use crate::transport::Transport;
+
+/// Which protocol revision a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VersionMode {
+    /// Probe with `server/discover` (2026-07-28); fall back to `initialize` (the newest
+    /// sessionful revision the server accepts) on any answer that is not a usable discover
+    /// result, and on a probe timeout when [`ClientConfig::fallback_on_probe_timeout`] is set.
+    #[default]
+    Auto,
+    /// Speak exactly this revision; connecting fails when the server does not.
+    Pinned(ProtocolVersion),
+}
+
+/// Periodic liveness checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// Time between pings; each ping also times out after it.
+    pub interval: Duration,
+    /// Consecutive failed pings after which the client closes the connection.
+    pub failure_threshold: u32,
+}
+
+/// Limits and defaults of a client. Every field has a documented default.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// How long the `server/discover` probe may take. Default 10 s.
+    pub probe_timeout: Duration,
+    /// Fall back to `initialize` when the probe times out. Right for stdio, where an old server
+    /// may simply not answer; an HTTP transport turns it off. Default true.
+    pub fallback_on_probe_timeout: bool,
+    /// The most `input_required` rounds one call may take before it fails. Default 10.
+    pub max_input_rounds: u32,
+    /// The most pages a "list everything" call fetches before it fails. Default 100.
+    pub max_pages: usize,
+    /// Server notifications buffered for the handler; more are dropped with a warning.
+    /// Default 1024.
+    pub notification_queue: usize,
+    /// Fill in schema `default`s missing from accepted form elicitations. Default true.
+    pub apply_elicitation_defaults: bool,
+    /// Periodic pings; `None` (the default) sends none.
+    pub keepalive: Option<Keepalive>,
+    /// The JSON-RPC connection's limits (request timeout 60 s, maximum 10 min, ...).
+    pub peer: PeerConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            probe_timeout: Duration::from_secs(10),
+            fallback_on_probe_timeout: true,
+            max_input_rounds: 10,
+            max_pages: 100,
+            notification_queue: 1024,
+            apply_elicitation_defaults: true,
+            keepalive: None,
+            peer: PeerConfig::default(),
+        }
+    }
+}
+
+/// Builds a [`Client`]. Cheap to clone, and reusable: each [`ClientBuilder::connect`] makes a
+/// new connection with the same settings and handler.
+#[derive(Clone)]
+pub struct ClientBuilder {
+    pub(crate) info: Implementation,
+    pub(crate) capabilities: Option<ClientCapabilities>,
+    pub(crate) handler: Arc<dyn DynHandler>,
+    pub(crate) mode: VersionMode,
+    pub(crate) config: ClientConfig,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("capabilities", &self.capabilities)
+            .field("mode", &self.mode)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            info: Implementation::new("barrel-mcp", env!("CARGO_PKG_VERSION")),
+            capabilities: None,
+            handler: Arc::new(Erased(Arc::new(NoHandler))),
+            mode: VersionMode::Auto,
+            config: ClientConfig::default(),
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The client's name and version.
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.info.name = name.into();
+        self.info.version = version.into();
+        self
+    }
+
+    /// The client's full self-description.
+    pub fn info(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Answers the server's questions and hears its notifications. The client declares
+    /// [`ClientHandler::capabilities`] unless [`ClientBuilder::capabilities`] overrides it.
+    pub fn handler(mut self, handler: impl ClientHandler) -> Self {
+        self.handler = Arc::new(Erased(Arc::new(handler)));
+        self
+    }
+
+    /// Declares these capabilities instead of the handler's.
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = Some(capabilities);
+        self
+    }
+
+    /// Picks the revision ([`VersionMode::Auto`] by default).
+    pub fn version(mut self, mode: VersionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Speaks exactly `version`.
+    pub fn pin(self, version: ProtocolVersion) -> Self {
+        self.version(VersionMode::Pinned(version))
+    }
+
+    /// Replaces every limit at once.
+    pub fn config(mut self, config: ClientConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How long a call waits for its answer by default.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.peer.request_timeout = timeout;
+        self
+    }
+
+    /// The longest a call ever waits, even when progress keeps resetting its timeout.
+    pub fn max_request_timeout(mut self, max: Duration) -> Self {
+        self.config.peer.max_request_timeout = max;
+        self
+    }
+
+    /// How long the `server/discover` probe may take.
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.config.probe_timeout = timeout;
+        self
+    }
+
+    /// Whether a probe timeout falls back to `initialize` (see [`ClientConfig`]).
+    pub fn fallback_on_probe_timeout(mut self, fallback: bool) -> Self {
+        self.config.fallback_on_probe_timeout = fallback;
+        self
+    }
+
+    /// The most `input_required` rounds one call may take.
+    pub fn max_input_rounds(mut self, rounds: u32) -> Self {
+        self.config.max_input_rounds = rounds;
+        self
+    }
+
+    /// The most pages a "list everything" call fetches.
+    pub fn max_pages(mut self, pages: usize) -> Self {
+        self.config.max_pages = pages;
+        self
+    }
+
+    /// Whether accepted form elicitations get the schema's defaults for missing fields.
+    pub fn apply_elicitation_defaults(mut self, apply: bool) -> Self {
+        self.config.apply_elicitation_defaults = apply;
+        self
+    }
+
+    /// Pings every `interval` and closes the connection after `failure_threshold` failures in
+    /// a row (at least one).
+    pub fn keepalive(mut self, interval: Duration, failure_threshold: u32) -> Self {
+        self.config.keepalive = Some(Keepalive {
+            interval,
+            failure_threshold: failure_threshold.max(1),
+        });
+        self
+    }
+
+    /// Connects over `transport`: starts the connection, agrees on a revision, and returns the
+    /// client. On failure the connection is closed.
+    ///
+    /// Cancel safety: dropping the future closes the connection.
+    pub async fn connect<T: Transport>(&self, transport: T) -> Result<Client> {
+        super::connect::connect(self, transport).await
+    }
+}

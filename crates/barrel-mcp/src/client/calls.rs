@@ -1,0 +1,328 @@
+//! The typed calls: one per client-to-server method, each checked against what the server
+//! advertised and what the revision has before anything is sent.
+
+use barrel_mcp_types::method::names;
+use barrel_mcp_types::{
+    CallToolParams, CallToolResult, CompleteParams, CompleteResult, DiscoverResult,
+    GetPromptParams, GetPromptResult, InputRequiredResult, LoggingLevel, ReadResourceParams,
+    ReadResourceResult, ResultType, SetLevelParams, SubscribeParams, SubscriptionFilter,
+    SubscriptionsListenParams, SubscriptionsListenResult, UnsubscribeParams,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::options::CallOptions;
+use super::{Client, input, request};
+use crate::{Error, Result};
+
+impl Client {
+    /// Checks the server is alive: `ping` in a session. 2026-07-28 has no `ping`, so there the
+    /// client sends `server/discover`, the cheapest request every server must answer.
+    pub async fn ping(&self) -> Result<()> {
+        self.ping_with(&CallOptions::new()).await
+    }
+
+    pub(crate) async fn ping_with(&self, options: &CallOptions) -> Result<()> {
+        let method = if self.is_modern() {
+            names::SERVER_DISCOVER
+        } else {
+            names::PING
+        };
+        self.send(method, None, options).await.map(drop)
+    }
+
+    /// `server/discover` (2026-07-28): the server's revisions, capabilities and instructions.
+    pub async fn discover(&self) -> Result<DiscoverResult> {
+        self.require_modern(names::SERVER_DISCOVER)?;
+        self.call(names::SERVER_DISCOVER, None, &CallOptions::new())
+            .await
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(&self, params: CallToolParams) -> Result<CallToolResult> {
+        self.call_tool_with(params, CallOptions::new()).await
+    }
+
+    /// `tools/call` with per-call options (progress, timeout, cancellation).
+    pub async fn call_tool_with(
+        &self,
+        params: CallToolParams,
+        options: CallOptions,
+    ) -> Result<CallToolResult> {
+        self.require(self.capabilities().tools.is_some(), "tools")?;
+        self.call_with_input(names::TOOLS_CALL, &params, &options)
+            .await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, params: ReadResourceParams) -> Result<ReadResourceResult> {
+        self.read_resource_with(params, CallOptions::new()).await
+    }
+
+    /// `resources/read` with per-call options.
+    pub async fn read_resource_with(
+        &self,
+        params: ReadResourceParams,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult> {
+        self.require(self.capabilities().resources.is_some(), "resources")?;
+        self.call_with_input(names::RESOURCES_READ, &params, &options)
+            .await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(&self, params: GetPromptParams) -> Result<GetPromptResult> {
+        self.get_prompt_with(params, CallOptions::new()).await
+    }
+
+    /// `prompts/get` with per-call options.
+    pub async fn get_prompt_with(
+        &self,
+        params: GetPromptParams,
+        options: CallOptions,
+    ) -> Result<GetPromptResult> {
+        self.require(self.capabilities().prompts.is_some(), "prompts")?;
+        self.call_with_input(names::PROMPTS_GET, &params, &options)
+            .await
+    }
+
+    /// `completion/complete`. Before 2025-03-26 servers had no `completions` capability, so
+    /// there the call is allowed when the server offers prompts or resources.
+    pub async fn complete(&self, params: CompleteParams) -> Result<CompleteResult> {
+        let caps = self.capabilities();
+        let advertised = caps.completions.is_some()
+            || (!self
+                .protocol_version()
+                .supports(barrel_mcp_types::Feature::CompletionsCapability)
+                && (caps.prompts.is_some() || caps.resources.is_some()));
+        self.require(advertised, "completions")?;
+        let params = serde_json::to_value(params)?;
+        self.call(
+            names::COMPLETION_COMPLETE,
+            Some(params),
+            &CallOptions::new(),
+        )
+        .await
+    }
+
+    /// Sets the level of the log messages the server sends. In a session this is
+    /// `logging/setLevel`; 2026-07-28 removed it, so there the level is sent with every later
+    /// request (`_meta` `io.modelcontextprotocol/logLevel`), which opts in to log messages.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
+        self.require(self.capabilities().logging.is_some(), "logging")?;
+        if let Some(envelope) = &self.inner.envelope {
+            envelope.set_log_level(level);
+            return Ok(());
+        }
+        let params = serde_json::to_value(SetLevelParams { level, meta: None })?;
+        self.send(names::LOGGING_SET_LEVEL, Some(params), &CallOptions::new())
+            .await
+            .map(drop)
+    }
+
+    /// `resources/subscribe` (sessionful revisions). Updates arrive as
+    /// [`ServerNotification::ResourceUpdated`](super::ServerNotification::ResourceUpdated);
+    /// [`Client::subscribe`] delivers them to a subscriber instead, in every revision.
+    pub async fn subscribe_resource(&self, uri: impl Into<String>) -> Result<()> {
+        self.require_session(names::RESOURCES_SUBSCRIBE)?;
+        self.require(self.can_subscribe(), "resources.subscribe")?;
+        let params = serde_json::to_value(SubscribeParams {
+            uri: uri.into(),
+            meta: None,
+        })?;
+        self.send(
+            names::RESOURCES_SUBSCRIBE,
+            Some(params),
+            &CallOptions::new(),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `resources/unsubscribe` (sessionful revisions).
+    pub async fn unsubscribe_resource(&self, uri: impl Into<String>) -> Result<()> {
+        self.require_session(names::RESOURCES_UNSUBSCRIBE)?;
+        self.require(self.can_subscribe(), "resources.subscribe")?;
+        let params = serde_json::to_value(UnsubscribeParams {
+            uri: uri.into(),
+            meta: None,
+        })?;
+        self.send(
+            names::RESOURCES_UNSUBSCRIBE,
+            Some(params),
+            &CallOptions::new(),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `subscriptions/listen` (2026-07-28): a long-lived request on which the server delivers
+    /// the notifications `filter` opts in to (to the handler, and resource updates to
+    /// [`Client::subscribe`]rs). Resolves when the server ends the subscription; drop the future
+    /// (or cancel `options.cancel`) to end it. Without a timeout in `options` it waits as long
+    /// as the client's maximum request time allows.
+    pub async fn subscriptions_listen(
+        &self,
+        filter: SubscriptionFilter,
+        mut options: CallOptions,
+    ) -> Result<SubscriptionsListenResult> {
+        self.require_modern(names::SUBSCRIPTIONS_LISTEN)?;
+        if options.timeout.is_none() {
+            options.timeout = Some(self.config().peer.max_request_timeout);
+        }
+        let params = serde_json::to_value(SubscriptionsListenParams {
+            notifications: filter,
+            meta: None,
+        })?;
+        self.call(names::SUBSCRIPTIONS_LISTEN, Some(params), &options)
+            .await
+    }
+
+    pub(crate) fn can_subscribe(&self) -> bool {
+        self.capabilities()
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.subscribe == Some(true))
+    }
+
+    pub(crate) fn is_modern(&self) -> bool {
+        self.inner.envelope.is_some()
+    }
+
+    /// Fails unless the server advertised `what`.
+    pub(crate) fn require(&self, advertised: bool, what: &str) -> Result<()> {
+        if advertised {
+            Ok(())
+        } else {
+            Err(Error::Unsupported(format!(
+                "the server does not advertise the {what} capability"
+            )))
+        }
+    }
+
+    fn require_modern(&self, method: &str) -> Result<()> {
+        if self.is_modern() {
+            Ok(())
+        } else {
+            Err(Error::Unsupported(format!(
+                "{method} does not exist in {}",
+                self.protocol_version()
+            )))
+        }
+    }
+
+    pub(crate) fn require_session(&self, method: &str) -> Result<()> {
+        if self.is_modern() {
+            Err(Error::Unsupported(format!(
+                "{method} does not exist in {}",
+                self.protocol_version()
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends one request in the connection's era and returns the raw result.
+    pub(crate) async fn send(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<Value> {
+        let envelope = self.inner.envelope.as_ref();
+        request::send(&self.inner.peer, envelope, method, params, options, false).await
+    }
+
+    /// Sends one request and decodes its result.
+    pub(crate) async fn call<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: &CallOptions,
+    ) -> Result<R> {
+        let result = self.send(method, params, options).await?;
+        decode(method, result)
+    }
+
+    /// Sends a request that may answer `input_required` (2026-07-28): answers each round through
+    /// the handler and retries with a new id, `inputResponses` and the echoed `requestState`.
+    async fn call_with_input<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        options: &CallOptions,
+    ) -> Result<R> {
+        let Value::Object(mut params) = serde_json::to_value(params)? else {
+            return Err(Error::Protocol("params must be a JSON object".into()));
+        };
+        let Some(envelope) = self.inner.envelope.as_ref() else {
+            return self
+                .call(method, Some(Value::Object(params)), options)
+                .await;
+        };
+        let cancel = options
+            .cancel
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let _cancel_on_drop = cancel.clone().drop_guard();
+        let max = self.config().max_input_rounds;
+        for round in 0..=max {
+            let result = request::send(
+                &self.inner.peer,
+                Some(envelope),
+                method,
+                Some(Value::Object(params.clone())),
+                options,
+                true,
+            )
+            .await?;
+            if ResultType::of(&result) != ResultType::InputRequired {
+                return decode(method, result);
+            }
+            if round == max {
+                break;
+            }
+            let asked: InputRequiredResult = serde_json::from_value(result)
+                .map_err(|e| Error::Protocol(format!("invalid input_required result: {e}")))?;
+            self.next_round(&mut params, asked, &cancel).await?;
+        }
+        Err(Error::Protocol(format!(
+            "{method} still needs input after {max} rounds (ClientConfig::max_input_rounds)"
+        )))
+    }
+
+    /// Answers one `input_required` round and puts the answers and the state into `params`.
+    async fn next_round(
+        &self,
+        params: &mut Map<String, Value>,
+        asked: InputRequiredResult,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
+        params.remove("inputResponses");
+        params.remove("requestState");
+        let requests = asked.input_requests.unwrap_or_default();
+        if !requests.is_empty() {
+            let answers = input::answer_all(
+                &self.inner.handler,
+                self.client_capabilities(),
+                requests,
+                cancel,
+                self.config().apply_elicitation_defaults,
+            )
+            .await?;
+            params.insert("inputResponses".into(), serde_json::to_value(answers)?);
+        }
+        if let Some(state) = asked.request_state {
+            params.insert("requestState".into(), Value::String(state));
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a result, naming the method when it does not fit.
+pub(crate) fn decode<R: DeserializeOwned>(method: &str, result: Value) -> Result<R> {
+    serde_json::from_value(result)
+        .map_err(|e| Error::Protocol(format!("invalid {method} result: {e}")))
+}

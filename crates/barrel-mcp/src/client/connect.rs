@@ -1,0 +1,306 @@
+//! Connecting: start the connection, then agree on a revision.
+//!
+//! In [`VersionMode::Auto`] the client probes with `server/discover` carrying the 2026-07-28
+//! envelope. A usable discover result naming a revision both sides speak selects 2026-07-28.
+//! Anything else the server *answers* (an error other than a client bug, a result that is not a
+//! discover result, no common revision) selects the sessionful path: `initialize` at the newest
+//! sessionful revision, then `notifications/initialized`. A probe timeout falls back too when
+//! [`ClientConfig::fallback_on_probe_timeout`](super::ClientConfig) is set (stdio); transport
+//! failures (a closed connection, and over HTTP a 401/403 or a 5xx, which never arrive as
+//! JSON-RPC answers) are errors, never an era verdict.
+
+use std::sync::Arc;
+
+use barrel_mcp_types::meta::SERVER_INFO_KEY;
+use barrel_mcp_types::method::names;
+use barrel_mcp_types::{
+    DiscoverResult, ErrorCode, ErrorObject, Implementation, InitializeParams, InitializeResult,
+    ProtocolVersion, ServerCapabilities,
+};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::builder::{ClientBuilder, VersionMode};
+use super::dispatch::{self, Dispatch};
+use super::options::CallOptions;
+use super::request::{self, Envelope};
+use super::{Client, Inner, keepalive};
+use crate::peer::{self, Peer};
+use crate::transport::Transport;
+use crate::{Error, Result};
+
+/// What the handshake settled.
+pub(crate) struct Negotiated {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) server_info: Implementation,
+    pub(crate) capabilities: ServerCapabilities,
+    pub(crate) instructions: Option<String>,
+}
+
+/// How the probe came out.
+enum Probe {
+    Modern(Box<Negotiated>),
+    Legacy,
+}
+
+pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T) -> Result<Client> {
+    let config = builder.config.clone();
+    let capabilities = builder
+        .capabilities
+        .clone()
+        .unwrap_or_else(|| builder.handler.capabilities());
+    let (events, _) = broadcast::channel(64);
+    let (queue, queue_rx) = mpsc::channel(config.notification_queue.max(1));
+    tokio::spawn(dispatch::pump(queue_rx, Arc::clone(&builder.handler)));
+    let dispatch = Arc::new(Dispatch {
+        handler: Arc::clone(&builder.handler),
+        queue,
+        events: events.clone(),
+        apply_defaults: config.apply_elicitation_defaults,
+    });
+    let (peer, _task) = peer::serve(transport, dispatch, config.peer.clone());
+    let mut guard = CloseOnDrop(Some(peer.clone()));
+    let hello = Hello {
+        peer: &peer,
+        builder,
+        capabilities: &capabilities,
+    };
+    let negotiated = hello.negotiate().await?;
+    guard.0 = None;
+    let envelope = negotiated
+        .version
+        .is_stateless()
+        .then(|| Envelope::new(negotiated.version, &capabilities, &builder.info));
+    let client = Client {
+        inner: Arc::new(Inner {
+            peer,
+            negotiated,
+            envelope,
+            handler: Arc::clone(&builder.handler),
+            client_info: builder.info.clone(),
+            client_capabilities: capabilities,
+            config,
+            events,
+        }),
+    };
+    if let Some(keepalive) = client.inner.config.keepalive {
+        let inner = Arc::downgrade(&client.inner);
+        tokio::spawn(keepalive::run(inner, client.peer().clone(), keepalive));
+    }
+    Ok(client)
+}
+
+/// Closes the connection unless the handshake finished.
+struct CloseOnDrop(Option<Peer>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(peer) = self.0.take() {
+            peer.close();
+        }
+    }
+}
+
+struct Hello<'a> {
+    peer: &'a Peer,
+    builder: &'a ClientBuilder,
+    capabilities: &'a barrel_mcp_types::ClientCapabilities,
+}
+
+impl Hello<'_> {
+    async fn negotiate(&self) -> Result<Negotiated> {
+        match self.builder.mode {
+            VersionMode::Pinned(version) if version.is_stateless() => {
+                match self.probe(version).await? {
+                    Probe::Modern(n) => Ok(*n),
+                    Probe::Legacy => Err(Error::Unsupported(format!(
+                        "the server does not speak {version} (server/discover found no common revision)"
+                    ))),
+                }
+            }
+            VersionMode::Pinned(version) => self.initialize(version, false).await,
+            VersionMode::Auto => match self.probe(ProtocolVersion::LATEST).await? {
+                Probe::Modern(n) => Ok(*n),
+                Probe::Legacy => {
+                    self.initialize(ProtocolVersion::LATEST_SESSIONFUL, true)
+                        .await
+                }
+            },
+        }
+    }
+
+    /// `server/discover` with the envelope of `version`, classified.
+    async fn probe(&self, version: ProtocolVersion) -> Result<Probe> {
+        let envelope = Envelope::new(version, self.capabilities, &self.builder.info);
+        let options = CallOptions::new().timeout(self.builder.config.probe_timeout);
+        let answer = request::send(
+            self.peer,
+            Some(&envelope),
+            names::SERVER_DISCOVER,
+            None,
+            &options,
+            false,
+        )
+        .await;
+        match answer {
+            Ok(result) => Ok(classify_discover(result)),
+            Err(Error::Rpc(error)) => classify_error(error),
+            // A result with an unknown resultType is still not a discover result.
+            Err(Error::Protocol(why)) => {
+                tracing::debug!("server/discover answer unusable ({why}); falling back");
+                Ok(Probe::Legacy)
+            }
+            Err(Error::Timeout) if self.builder.config.fallback_on_probe_timeout => {
+                tracing::debug!("server/discover timed out; falling back to initialize");
+                Ok(Probe::Legacy)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// `initialize` at `version`, then `notifications/initialized`. When `auto` and the server
+    /// turns out to be modern-only (-32022 naming 2026-07-28), probes once more.
+    async fn initialize(&self, version: ProtocolVersion, auto: bool) -> Result<Negotiated> {
+        let params = InitializeParams {
+            protocol_version: version.as_str().to_owned(),
+            capabilities: self.capabilities.clone(),
+            client_info: self.builder.info.clone(),
+            meta: None,
+        };
+        let params = serde_json::to_value(params)?;
+        let options = CallOptions::new();
+        let answer = request::send(
+            self.peer,
+            None,
+            names::INITIALIZE,
+            Some(params),
+            &options,
+            false,
+        )
+        .await;
+        let result = match answer {
+            Ok(result) => result,
+            Err(Error::Rpc(error))
+                if auto
+                    && error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+                    && supported(&error).iter().any(|v| v.is_stateless()) =>
+            {
+                return match Box::pin(self.probe(ProtocolVersion::LATEST)).await? {
+                    Probe::Modern(n) => Ok(*n),
+                    Probe::Legacy => Err(Error::Rpc(error)),
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        let result: InitializeResult = serde_json::from_value(result)
+            .map_err(|e| Error::Protocol(format!("invalid initialize result: {e}")))?;
+        let chosen = ProtocolVersion::parse(&result.protocol_version)
+            .filter(|v| !v.is_stateless())
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "the server chose protocol version {:?}, which this client does not speak",
+                    result.protocol_version
+                ))
+            })?;
+        if !auto && chosen != version {
+            return Err(Error::Unsupported(format!(
+                "pinned to {version}, but the server chose {chosen}"
+            )));
+        }
+        self.peer
+            .notify(names::NOTIFICATIONS_INITIALIZED, None)
+            .await?;
+        Ok(Negotiated {
+            version: chosen,
+            server_info: result.server_info,
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+        })
+    }
+}
+
+/// A discover result naming a modern revision we speak is modern; anything else is legacy.
+fn classify_discover(result: Value) -> Probe {
+    let server_info = result
+        .get("_meta")
+        .and_then(|meta| meta.get(SERVER_INFO_KEY))
+        .and_then(|info| serde_json::from_value::<Implementation>(info.clone()).ok());
+    let Ok(discovered) = serde_json::from_value::<DiscoverResult>(result) else {
+        tracing::debug!("server/discover answered with something else; falling back");
+        return Probe::Legacy;
+    };
+    let version = discovered
+        .supported_versions
+        .iter()
+        .filter_map(|v| ProtocolVersion::parse(v))
+        .filter(|v| v.is_stateless())
+        .max();
+    match version {
+        Some(version) => Probe::Modern(Box::new(Negotiated {
+            version,
+            server_info: server_info.unwrap_or_default(),
+            capabilities: discovered.capabilities,
+            instructions: discovered.instructions,
+        })),
+        None => {
+            tracing::debug!(
+                supported = ?discovered.supported_versions,
+                "server/discover names no modern revision we speak; falling back"
+            );
+            Probe::Legacy
+        }
+    }
+}
+
+/// A JSON-RPC error to the probe: -32020/-32021 are client bugs (fail); -32022 listing only
+/// revisions we cannot speak statelessly means legacy; any other error means legacy.
+fn classify_error(error: ErrorObject) -> Result<Probe> {
+    let code = error.code;
+    if code == ErrorCode::HEADER_MISMATCH || code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+        return Err(Error::Rpc(error));
+    }
+    if code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION {
+        let supported = supported(&error);
+        if supported.iter().any(|v| v.is_stateless()) {
+            // We probed with the only modern revision we speak.
+            return Err(Error::Protocol(format!(
+                "the server rejected {} while listing it as supported: {}",
+                ProtocolVersion::LATEST,
+                json!(error.data)
+            )));
+        }
+        let listed = error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("supported"))
+            .and_then(Value::as_array)
+            .is_some_and(|list| !list.is_empty());
+        if supported.is_empty() && listed {
+            return Err(Error::Unsupported(format!(
+                "no protocol revision in common with the server: {}",
+                json!(error.data)
+            )));
+        }
+    }
+    tracing::debug!(
+        code = code.0,
+        "server/discover refused; falling back to initialize"
+    );
+    Ok(Probe::Legacy)
+}
+
+/// The revisions we speak among `data.supported` of a -32022 error.
+fn supported(error: &ErrorObject) -> Vec<ProtocolVersion> {
+    error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .filter_map(ProtocolVersion::parse)
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,94 @@
+//! The client's side of the connection: answers the server's requests through the handler and
+//! queues its notifications for the handler, one at a time, in order.
+
+use std::sync::Arc;
+
+use barrel_mcp_types::method::names;
+use barrel_mcp_types::{ErrorObject, InputRequest, Notification, Request, ResourceUpdatedParams};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::handler::{DynHandler, HandlerContext};
+use super::input;
+use super::notification::ServerNotification;
+use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
+
+/// What resource subscriptions hear of.
+#[derive(Debug, Clone)]
+pub(crate) enum Event {
+    /// `notifications/resources/updated`.
+    Updated(ResourceUpdatedParams),
+    /// `notifications/subscriptions/acknowledged`.
+    Acknowledged,
+}
+
+pub(crate) struct Dispatch {
+    pub(crate) handler: Arc<dyn DynHandler>,
+    pub(crate) queue: mpsc::Sender<ServerNotification>,
+    pub(crate) events: broadcast::Sender<Event>,
+    pub(crate) apply_defaults: bool,
+}
+
+impl Handler for Dispatch {
+    fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let Request { method, params, .. } = request;
+        match method.as_str() {
+            names::PING => Box::pin(async { Ok(json!({})) }),
+            names::SAMPLING_CREATE_MESSAGE | names::ELICITATION_CREATE | names::ROOTS_LIST => {
+                let raw = json!({ "method": method, "params": params.unwrap_or(json!({})) });
+                let request: InputRequest = match serde_json::from_value(raw) {
+                    Ok(request) => request,
+                    Err(e) => {
+                        let error = ErrorObject::invalid_params(format!("invalid params: {e}"));
+                        return Box::pin(async move { Err(error) });
+                    }
+                };
+                let handler = Arc::clone(&self.handler);
+                let apply_defaults = self.apply_defaults;
+                let cx = HandlerContext {
+                    cancel: cx.cancel,
+                    request_id: Some(cx.id),
+                    input_key: None,
+                };
+                Box::pin(async move { input::answer(&handler, request, cx, apply_defaults).await })
+            }
+            other => {
+                let error = ErrorObject::method_not_found(other);
+                Box::pin(async move { Err(error) })
+            }
+        }
+    }
+
+    fn on_notification(&self, notification: Notification, _peer: &Peer) {
+        let notification = ServerNotification::parse(notification);
+        let event = match &notification {
+            ServerNotification::ResourceUpdated(p) => Some(Event::Updated(p.clone())),
+            ServerNotification::SubscriptionsAcknowledged(_) => Some(Event::Acknowledged),
+            _ => None,
+        };
+        if let Some(event) = event {
+            // No receiver means no subscription is open: nothing to deliver.
+            let _ = self.events.send(event);
+        }
+        if let Err(mpsc::error::TrySendError::Full(dropped)) = self.queue.try_send(notification) {
+            tracing::warn!(
+                ?dropped,
+                "client notification queue full; notification dropped"
+            );
+        }
+    }
+}
+
+/// Hands queued notifications to the handler, one at a time, until the connection ends.
+pub(crate) async fn pump(
+    mut queue: mpsc::Receiver<ServerNotification>,
+    handler: Arc<dyn DynHandler>,
+) {
+    while let Some(notification) = queue.recv().await {
+        handler.on_notification(notification).await;
+    }
+}

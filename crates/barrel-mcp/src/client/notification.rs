@@ -1,0 +1,67 @@
+//! [`ServerNotification`]: every notification a server may send a client, decoded.
+
+use barrel_mcp_types::method::names;
+use barrel_mcp_types::{
+    ElicitationCompleteParams, LoggingMessageParams, Notification, ProgressParams,
+    ResourceUpdatedParams, SubscriptionsAcknowledgedParams,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A notification from the server, as a [`ClientHandler`](super::ClientHandler) receives it.
+///
+/// A known method whose params do not decode arrives as [`ServerNotification::Other`], so
+/// nothing the server sends is lost.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerNotification {
+    /// `notifications/progress` for a token no call of this client is waiting on.
+    Progress(ProgressParams),
+    /// `notifications/message`: a log message.
+    LoggingMessage(LoggingMessageParams),
+    /// `notifications/tools/list_changed`.
+    ToolListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptListChanged,
+    /// `notifications/resources/list_changed`.
+    ResourceListChanged,
+    /// `notifications/resources/updated`: a subscribed resource changed.
+    ResourceUpdated(ResourceUpdatedParams),
+    /// `notifications/elicitation/complete`: a URL elicitation finished (2025-11-25).
+    ElicitationComplete(ElicitationCompleteParams),
+    /// `notifications/subscriptions/acknowledged`: what a `subscriptions/listen` will deliver
+    /// (2026-07-28).
+    SubscriptionsAcknowledged(SubscriptionsAcknowledgedParams),
+    /// Any other notification, or a known one whose params did not decode.
+    Other(Notification),
+}
+
+impl ServerNotification {
+    /// Decodes a raw notification.
+    pub fn parse(notification: Notification) -> Self {
+        let params = notification.params.as_ref();
+        let decoded = match notification.method.as_str() {
+            names::NOTIFICATIONS_PROGRESS => decode(params).map(Self::Progress),
+            names::NOTIFICATIONS_MESSAGE => decode(params).map(Self::LoggingMessage),
+            names::NOTIFICATIONS_TOOLS_LIST_CHANGED => Some(Self::ToolListChanged),
+            names::NOTIFICATIONS_PROMPTS_LIST_CHANGED => Some(Self::PromptListChanged),
+            names::NOTIFICATIONS_RESOURCES_LIST_CHANGED => Some(Self::ResourceListChanged),
+            names::NOTIFICATIONS_RESOURCES_UPDATED => decode(params).map(Self::ResourceUpdated),
+            names::NOTIFICATIONS_ELICITATION_COMPLETE => {
+                decode(params).map(Self::ElicitationComplete)
+            }
+            names::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED => {
+                decode(params).map(Self::SubscriptionsAcknowledged)
+            }
+            _ => None,
+        };
+        decoded.unwrap_or(Self::Other(notification))
+    }
+}
+
+fn decode<T: DeserializeOwned>(params: Option<&Value>) -> Option<T> {
+    let params = params
+        .cloned()
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    serde_json::from_value(params).ok()
+}

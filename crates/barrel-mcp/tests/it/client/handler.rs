@@ -1,0 +1,266 @@
+//! The `ClientHandler`: sampling, elicitation (with schema defaults, and URL mode), roots and
+//! notifications, answered the same way in a session and through `input_required`; deferred
+//! replies from another task.
+
+use std::sync::{Arc, Mutex};
+
+use barrel_mcp::client::{ClientHandler, HandlerContext, ServerNotification};
+use barrel_mcp::types::{
+    CallToolParams, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,
+    ElicitAction, ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorObject,
+    JsonObject, ListRootsResult, LoggingLevel, ProtocolVersion, Role, Root, RootsCapability,
+    SamplingCapability, SamplingContent,
+};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{fixture_client, modes};
+use crate::support::within;
+
+/// Answers everything; elicitation answers `{}` so the schema defaults apply.
+#[derive(Default)]
+struct Everything {
+    notifications: Mutex<Vec<ServerNotification>>,
+}
+
+fn everything_caps() -> ClientCapabilities {
+    ClientCapabilities {
+        sampling: Some(SamplingCapability::default()),
+        elicitation: Some(ElicitationCapability {
+            form: Some(JsonObject::new()),
+            url: Some(JsonObject::new()),
+        }),
+        roots: Some(RootsCapability::default()),
+        ..ClientCapabilities::default()
+    }
+}
+
+impl ClientHandler for Everything {
+    fn capabilities(&self) -> ClientCapabilities {
+        everything_caps()
+    }
+
+    async fn create_message(
+        &self,
+        _: CreateMessageParams,
+        _: HandlerContext,
+    ) -> Result<CreateMessageResult, ErrorObject> {
+        Ok(CreateMessageResult {
+            role: Role::Assistant,
+            content: SamplingContent::text("short"),
+            model: "test-model".into(),
+            stop_reason: None,
+            meta: None,
+        })
+    }
+
+    async fn elicit(
+        &self,
+        params: ElicitRequestParams,
+        _: HandlerContext,
+    ) -> Result<ElicitResult, ErrorObject> {
+        if params.is_url() {
+            return Ok(ElicitResult {
+                action: ElicitAction::Accept,
+                content: None,
+                meta: None,
+            });
+        }
+        Ok(ElicitResult::accept(JsonObject::new()))
+    }
+
+    async fn list_roots(&self, _: HandlerContext) -> Result<ListRootsResult, ErrorObject> {
+        Ok(ListRootsResult {
+            roots: vec![Root::new("file:///a"), Root::new("file:///b")],
+            meta: None,
+        })
+    }
+
+    async fn on_notification(&self, notification: ServerNotification) {
+        self.notifications.lock().expect("lock").push(notification);
+    }
+}
+
+fn text(result: &barrel_mcp::types::CallToolResult) -> String {
+    match &result.content[0] {
+        ContentBlock::Text(t) => t.text.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn answers_sampling_elicitation_and_roots_in_every_revision() {
+    // The fixture's `name` property has no default, so add one through a custom server below;
+    // here the form answer is empty and the tool sees no name.
+    for mode in modes() {
+        let version = mode.unwrap_or(ProtocolVersion::LATEST);
+        if !version.supports(barrel_mcp::types::Feature::Elicitation) {
+            continue;
+        }
+        let handler = Arc::new(Everything::default());
+        let client = fixture_client(mode, Arc::clone(&handler)).await;
+        let call = |name: &str| client.call_tool(CallToolParams::new(name));
+        assert_eq!(
+            text(&within(call("summarize")).await.expect("sampling")),
+            "Summary: short"
+        );
+        assert_eq!(
+            text(&within(call("roots")).await.expect("roots")),
+            "file:///a\nfile:///b"
+        );
+        assert_eq!(
+            text(&within(call("ask_name")).await.expect("elicit")),
+            "Hello, ?!"
+        );
+        assert_eq!(
+            text(&within(call("ask_twice")).await.expect("two inputs")),
+            "?/short"
+        );
+        if version.supports(barrel_mcp::types::Feature::UrlElicitation) {
+            assert_eq!(
+                text(&within(call("open_url")).await.expect("url")),
+                "Accept"
+            );
+        }
+        client.close();
+    }
+}
+
+#[tokio::test]
+async fn form_answers_get_the_schema_defaults() {
+    use barrel_mcp::server::{Ctx, Server};
+    let schema = json!({ "type": "object", "properties": {
+        "name": { "type": "string", "default": "John Doe" },
+        "age": { "type": "integer", "default": 30 },
+        "score": { "type": "number", "default": 95.5 },
+        "status": { "type": "string", "enum": ["active", "inactive"], "default": "active" },
+        "verified": { "type": "boolean", "default": true }
+    }});
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    let server = Server::builder()
+        .name("defaults", "1")
+        .tool(
+            "defaults",
+            "Elicit with defaults",
+            move |ctx: Ctx, _: NoArgs| {
+                let schema = schema.as_object().cloned().unwrap_or_default();
+                async move {
+                    let answer = ctx
+                        .elicit(ElicitRequestParams::form("Review", schema))
+                        .await?;
+                    Ok(serde_json::to_string(&answer.content)?)
+                }
+            },
+        )
+        .build()
+        .expect("server");
+    for mode in [Some(ProtocolVersion::V2025_11_25), None] {
+        let handler = Arc::new(Everything::default());
+        let client = super::connect_to(&server, super::builder(mode).handler(handler)).await;
+        let result = within(client.call_tool(CallToolParams::new("defaults")))
+            .await
+            .expect("call");
+        let content: serde_json::Value = serde_json::from_str(&text(&result)).expect("json");
+        assert_eq!(
+            content,
+            json!({ "name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true }),
+            "{mode:?}"
+        );
+    }
+}
+
+/// Hands each elicitation to a test task through a channel and answers when that task says so.
+struct Deferred {
+    questions: mpsc::UnboundedSender<(String, oneshot::Sender<ElicitResult>)>,
+}
+
+impl ClientHandler for Deferred {
+    fn capabilities(&self) -> ClientCapabilities {
+        everything_caps()
+    }
+
+    async fn elicit(
+        &self,
+        params: ElicitRequestParams,
+        _: HandlerContext,
+    ) -> Result<ElicitResult, ErrorObject> {
+        let (answer, later) = oneshot::channel();
+        let _ = self.questions.send((params.message().to_owned(), answer));
+        later
+            .await
+            .map_err(|_| ErrorObject::internal("nobody answered"))
+    }
+}
+
+#[tokio::test]
+async fn a_handler_answers_later_from_another_task() {
+    for mode in [Some(ProtocolVersion::V2025_06_18), None] {
+        let (questions, mut asked) = mpsc::unbounded_channel();
+        let client = fixture_client(mode, Deferred { questions }).await;
+        let answering = tokio::spawn(async move {
+            let (message, answer) = within(asked.recv()).await.expect("a question");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let mut content = JsonObject::new();
+            content.insert("name".into(), json!("Later"));
+            let _ = answer.send(ElicitResult::accept(content));
+            message
+        });
+        let result = within(client.call_tool(CallToolParams::new("ask_name")))
+            .await
+            .expect("call");
+        assert_eq!(text(&result), "Hello, Later!", "{mode:?}");
+        assert_eq!(answering.await.expect("task"), "Name?");
+    }
+}
+
+#[tokio::test]
+async fn notifications_reach_the_handler_in_order() {
+    let handler = Arc::new(Everything::default());
+    let client = fixture_client(Some(ProtocolVersion::V2025_11_25), Arc::clone(&handler)).await;
+    for message in ["one", "two"] {
+        let mut args = JsonObject::new();
+        args.insert("level".into(), json!("info"));
+        args.insert("message".into(), json!(message));
+        within(client.call_tool(CallToolParams::new("log").with_arguments(args)))
+            .await
+            .expect("log");
+    }
+    within(async {
+        loop {
+            let logged: Vec<String> = handler
+                .notifications
+                .lock()
+                .expect("lock")
+                .iter()
+                .filter_map(|n| match n {
+                    ServerNotification::LoggingMessage(m) => {
+                        assert_eq!(m.level, LoggingLevel::Info);
+                        m.data.as_str().map(str::to_owned)
+                    }
+                    _ => None,
+                })
+                .collect();
+            if logged.len() == 2 {
+                assert_eq!(logged, ["one", "two"]);
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn undeclared_capabilities_are_not_answered() {
+    // No handler: nothing declared. In a session the server refuses before asking; in
+    // 2026-07-28 it answers -32021 naming the capability.
+    for mode in [Some(ProtocolVersion::V2025_11_25), None] {
+        let client = fixture_client(mode, barrel_mcp::client::NoHandler).await;
+        let outcome = within(client.call_tool(CallToolParams::new("summarize"))).await;
+        match outcome {
+            Ok(result) => assert!(result.is_error(), "{mode:?}: {result:?}"),
+            Err(e) => assert!(e.as_rpc().is_some(), "{mode:?}: {e}"),
+        }
+    }
+}
