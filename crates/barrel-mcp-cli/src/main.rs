@@ -3,7 +3,9 @@
 //! Logs go to stderr (filter with `RUST_LOG`); on `serve --stdio`, stdout carries only MCP
 //! messages.
 
+mod client_commands;
 mod demo;
+mod target;
 
 use std::process::ExitCode;
 
@@ -29,6 +31,8 @@ enum Command {
         #[arg(long, default_value_t = 4 * 1024 * 1024)]
         max_line: usize,
     },
+    #[command(flatten)]
+    Client(Box<client_commands::ClientCommand>),
 }
 
 fn main() -> ExitCode {
@@ -44,7 +48,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("barrel-mcp: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(client_commands::exit_code(&e))
         }
     }
 }
@@ -55,6 +59,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     match cli.command {
+        Command::Client(command) => client_commands::run(&runtime, *command),
         Command::Serve { stdio, max_line } => {
             if !stdio {
                 anyhow::bail!(

@@ -122,3 +122,99 @@ fn an_empty_stdin_is_a_clean_exit() {
     assert!(success);
     assert!(lines.is_empty(), "nothing is written unasked");
 }
+
+/// Runs a client command against `barrel-mcp serve --stdio` (the same binary); returns the exit
+/// code, stdout and stderr.
+fn client(args: &[&str]) -> (Option<i32>, String, String) {
+    let bin = env!("CARGO_BIN_EXE_barrel-mcp");
+    let output = Command::new(bin)
+        .args(args)
+        .args(["--", bin, "serve", "--stdio"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn client_commands_drive_the_demo_server() {
+    let (code, out, _) = client(&["call", "echo", r#"{"message":"hi"}"#]);
+    assert_eq!((code, out.as_str()), (Some(0), "hi\n"));
+    let (code, out, _) = client(&["tools"]);
+    assert_eq!(code, Some(0));
+    assert!(out.lines().any(|l| l.starts_with("echo ")), "{out}");
+    let (code, out, _) = client(&["resources"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("demo://readme"), "{out}");
+    let (code, out, _) = client(&["templates"]);
+    assert!(
+        code == Some(0) && out.contains("demo://notes/{id}"),
+        "{out}"
+    );
+    let (code, out, _) = client(&["read", "demo://readme"]);
+    assert!(code == Some(0) && out.contains("barrel-mcp demo"), "{out}");
+    let (code, out, _) = client(&["prompts"]);
+    assert!(code == Some(0) && out.contains("greet"), "{out}");
+    let (code, out, _) = client(&["prompt", "greet", r#"{"name":"Ada"}"#]);
+    assert!(code == Some(0) && out.contains("Ada"), "{out}");
+    let (code, out, _) = client(&[
+        "complete",
+        "--prompt",
+        "greet",
+        "--argument",
+        "style",
+        "--value",
+        "f",
+    ]);
+    assert_eq!((code, out.as_str()), (Some(0), "formal\nfriendly\n"));
+    let (code, out, _) = client(&["ping"]);
+    assert!(code == Some(0) && out.starts_with("pong"), "{out}");
+}
+
+#[test]
+fn client_commands_speak_every_revision_and_json() {
+    for version in [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+        "auto",
+    ] {
+        let (code, out, err) = client(&["info", "--json", "--protocol", version]);
+        assert_eq!(code, Some(0), "{version}: {err}");
+        let info: Value = serde_json::from_str(&out).expect("JSON");
+        let expected = if version == "auto" {
+            "2026-07-28"
+        } else {
+            version
+        };
+        assert_eq!(info["protocolVersion"], expected);
+        assert_eq!(info["serverInfo"]["name"], "barrel-mcp-demo");
+    }
+}
+
+#[test]
+fn client_exit_codes_follow_the_inspector() {
+    let (code, out, err) = client(&["call", "fail"]);
+    assert_eq!(code, Some(5), "{out}{err}");
+    let (code, _, err) = client(&["call", "countdown", r#"{"steps":2}"#]);
+    assert_eq!(code, Some(0));
+    assert!(err.contains("progress: 2/2"), "{err}");
+    let (code, _, _) = client(&["call", "echo", "not json"]);
+    assert_eq!(code, Some(1));
+    let output = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+        .args(["ping", "--", "/nonexistent/server"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(4));
+    let output = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+        .args(["ping", "--url", "http://127.0.0.1:9/mcp"])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(4));
+}

@@ -1,0 +1,486 @@
+//! The client commands: `tools`, `call`, `resources`, `read`, `templates`, `prompts`, `prompt`,
+//! `complete`, `ping` and `info`, each a thin call into [`barrel_mcp::client::Client`].
+//!
+//! Output is readable by default and JSON with `--json`. Progress goes to stderr. Exit codes
+//! follow the MCP Inspector CLI:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | any other failure (bad arguments, a JSON-RPC error, a protocol violation) |
+//! | 2 | the command line could not be parsed (clap's usage error) |
+//! | 3 | authorization needed (HTTP 401/403, once the HTTP client exists) |
+//! | 4 | the server is unreachable: it could not be started, or the connection failed |
+//! | 5 | the tool reported an error (`isError: true`) |
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use barrel_mcp::client::{CallOptions, Client};
+use barrel_mcp::transport::child::{ChildCommand, ChildProcess, StderrMode};
+use barrel_mcp::types::{
+    CallToolParams, CompleteArgument, CompleteContext, CompleteParams, CompletionReference,
+    ContentBlock, GetPromptParams, ProtocolVersion, ReadResourceParams, ResourceContents,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::target::{Target, TargetArgs};
+
+/// Options every client command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Common {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// Print JSON instead of readable text.
+    #[arg(long)]
+    json: bool,
+    /// The protocol revision: `auto` (probe, then fall back) or one of the five revisions.
+    #[arg(long, value_name = "VERSION", default_value = "auto")]
+    protocol: String,
+    /// Seconds to wait for each answer (progress restarts the wait).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    timeout: u64,
+}
+
+/// The client commands.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ClientCommand {
+    /// List the server's tools.
+    Tools(Common),
+    /// Call a tool with JSON arguments, e.g. `call echo '{"message":"hi"}' -- SERVER...`.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The arguments, a JSON object.
+        arguments: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List the server's resources.
+    Resources(Common),
+    /// Read a resource.
+    Read {
+        /// The resource URI.
+        uri: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List the server's resource templates.
+    Templates(Common),
+    /// List the server's prompts.
+    Prompts(Common),
+    /// Get a prompt with JSON arguments (an object of strings).
+    Prompt {
+        /// The prompt's name.
+        name: String,
+        /// The arguments, a JSON object of strings.
+        arguments: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Complete a prompt argument (`--prompt NAME`) or a template variable (`--resource URI`).
+    Complete {
+        /// The prompt whose argument to complete.
+        #[arg(
+            long,
+            conflicts_with = "resource",
+            required_unless_present = "resource"
+        )]
+        prompt: Option<String>,
+        /// The resource template whose variable to complete.
+        #[arg(long)]
+        resource: Option<String>,
+        /// The argument or variable name.
+        #[arg(long)]
+        argument: String,
+        /// What is typed so far.
+        #[arg(long, default_value = "")]
+        value: String,
+        /// Values of other arguments, a JSON object of strings.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Check that the server answers.
+    Ping(Common),
+    /// Show the server's identity, revision, capabilities and instructions.
+    Info(Common),
+}
+
+/// A failure with its exit code.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Failure {
+        code,
+        message: message.into(),
+    })
+}
+
+/// The exit code for an error a command returned.
+pub(crate) fn exit_code(error: &anyhow::Error) -> u8 {
+    error
+        .chain()
+        .find_map(|e| e.downcast_ref::<Failure>())
+        .map_or(1, |f| f.code)
+}
+
+impl ClientCommand {
+    fn common(&self) -> &Common {
+        match self {
+            Self::Tools(c)
+            | Self::Resources(c)
+            | Self::Templates(c)
+            | Self::Prompts(c)
+            | Self::Ping(c)
+            | Self::Info(c) => c,
+            Self::Call { common, .. }
+            | Self::Read { common, .. }
+            | Self::Prompt { common, .. }
+            | Self::Complete { common, .. } => common,
+        }
+    }
+}
+
+/// Runs one client command.
+pub(crate) fn run(runtime: &tokio::runtime::Runtime, command: ClientCommand) -> anyhow::Result<()> {
+    let common = command.common().clone();
+    let target = common
+        .target
+        .resolve()
+        .map_err(|e| fail(1, format!("{e:#}")))?;
+    runtime.block_on(async move {
+        let (client, process) = connect(&common, &target).await?;
+        let outcome = execute(&client, &common, command).await;
+        client.close();
+        if let Some(process) = process {
+            let _ = tokio::time::timeout(Duration::from_secs(5), process.wait()).await;
+        }
+        outcome
+    })
+}
+
+async fn connect(
+    common: &Common,
+    target: &Target,
+) -> anyhow::Result<(Client, Option<ChildProcess>)> {
+    let mut builder = Client::builder()
+        .name("barrel-mcp-cli", env!("CARGO_PKG_VERSION"))
+        .request_timeout(Duration::from_secs(common.timeout));
+    if common.protocol != "auto" {
+        let version = ProtocolVersion::parse(&common.protocol)
+            .ok_or_else(|| fail(1, format!("unknown protocol version {:?}", common.protocol)))?;
+        builder = builder.pin(version);
+    }
+    match target {
+        Target::Http { url, .. } => Err(fail(
+            4,
+            format!("{url}: the HTTP client comes next; use a stdio server for now"),
+        )),
+        Target::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut child = ChildCommand::new(command)
+                .args(args)
+                .stderr(StderrMode::Capture);
+            for (key, value) in env {
+                child = child.env(key, value);
+            }
+            if let Some(cwd) = cwd {
+                child = child.current_dir(cwd);
+            }
+            let transport = child
+                .spawn()
+                .map_err(|e| fail(4, format!("starting {command}: {e}")))?;
+            let process = transport.process();
+            match builder.connect(transport).await {
+                Ok(client) => Ok((client, Some(process))),
+                Err(e) => {
+                    let tail = process.stderr_tail();
+                    let mut message = format!("connecting to {command}: {e}");
+                    if !tail.is_empty() {
+                        message.push_str("\nthe server's last stderr lines:\n");
+                        message.push_str(&tail.join("\n"));
+                    }
+                    Err(fail(4, message))
+                }
+            }
+        }
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn parse_object(text: Option<&str>, what: &str) -> anyhow::Result<serde_json::Map<String, Value>> {
+    let Some(text) = text else {
+        return Ok(serde_json::Map::new());
+    };
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(fail(1, format!("{what} must be a JSON object"))),
+        Err(e) => Err(fail(1, format!("{what} is not valid JSON: {e}"))),
+    }
+}
+
+fn string_map(text: Option<&str>, what: &str) -> anyhow::Result<BTreeMap<String, String>> {
+    parse_object(text, what)?
+        .into_iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k, s)),
+            other => Ok((k, other.to_string())),
+        })
+        .collect()
+}
+
+/// Progress on stderr, one line each.
+fn with_progress(common: &Common) -> CallOptions {
+    let options = CallOptions::new().timeout(Duration::from_secs(common.timeout));
+    options.on_progress(|p| {
+        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        let message = p.message.map(|m| format!(" {m}")).unwrap_or_default();
+        eprintln!("progress: {}{total}{message}", p.progress);
+    })
+}
+
+async fn execute(client: &Client, common: &Common, command: ClientCommand) -> anyhow::Result<()> {
+    let json = common.json;
+    match command {
+        ClientCommand::Tools(_) => {
+            let tools = client.list_all_tools().await?;
+            if json {
+                return print_json(&serde_json::json!({ "tools": tools }));
+            }
+            for tool in tools {
+                println!("{:<16} {}", tool.name, tool.description.unwrap_or_default());
+            }
+        }
+        ClientCommand::Call {
+            tool, arguments, ..
+        } => {
+            let arguments = parse_object(arguments.as_deref(), "the tool arguments")?;
+            let params = CallToolParams::new(&tool).with_arguments(arguments);
+            let result = client.call_tool_with(params, with_progress(common)).await?;
+            if json {
+                print_json(&result)?;
+            } else {
+                for block in &result.content {
+                    println!("{}", describe(block));
+                }
+                if result.content.is_empty()
+                    && let Some(structured) = &result.structured_content
+                {
+                    println!("{}", serde_json::to_string_pretty(structured)?);
+                }
+            }
+            if result.is_error() {
+                return Err(fail(5, format!("the tool {tool} reported an error")));
+            }
+        }
+        ClientCommand::Resources(_) => {
+            let resources = client.list_all_resources().await?;
+            if json {
+                return print_json(&serde_json::json!({ "resources": resources }));
+            }
+            for resource in resources {
+                let mime = resource.mime_type.unwrap_or_default();
+                println!("{:<24} {:<12} {mime}", resource.uri, resource.name);
+            }
+        }
+        ClientCommand::Read { uri, .. } => {
+            let params = ReadResourceParams::new(uri);
+            let result = client
+                .read_resource_with(params, with_progress(common))
+                .await?;
+            if json {
+                return print_json(&result);
+            }
+            for contents in result.contents {
+                match contents {
+                    ResourceContents::Text(t) => println!("{}", t.text),
+                    ResourceContents::Blob(b) => println!(
+                        "[{} bytes of base64 {}]",
+                        b.blob.len(),
+                        b.mime_type.unwrap_or_else(|| "data".into())
+                    ),
+                }
+            }
+        }
+        ClientCommand::Templates(_) => {
+            let templates = client.list_all_resource_templates().await?;
+            if json {
+                return print_json(&serde_json::json!({ "resourceTemplates": templates }));
+            }
+            for template in templates {
+                println!("{:<24} {}", template.uri_template, template.name);
+            }
+        }
+        ClientCommand::Prompts(_) => {
+            let prompts = client.list_all_prompts().await?;
+            if json {
+                return print_json(&serde_json::json!({ "prompts": prompts }));
+            }
+            for prompt in prompts {
+                let arguments: Vec<String> = prompt
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| {
+                        if a.required == Some(true) {
+                            a.name
+                        } else {
+                            format!("[{}]", a.name)
+                        }
+                    })
+                    .collect();
+                println!(
+                    "{:<16} {:<24} {}",
+                    prompt.name,
+                    arguments.join(" "),
+                    prompt.description.unwrap_or_default()
+                );
+            }
+        }
+        ClientCommand::Prompt {
+            name, arguments, ..
+        } => {
+            let params = GetPromptParams {
+                name,
+                arguments: Some(string_map(arguments.as_deref(), "the prompt arguments")?),
+                ..GetPromptParams::default()
+            };
+            let result = client
+                .get_prompt_with(params, with_progress(common))
+                .await?;
+            if json {
+                return print_json(&result);
+            }
+            for message in result.messages {
+                let role = serde_json::to_value(message.role)?;
+                println!(
+                    "{}: {}",
+                    role.as_str().unwrap_or("?"),
+                    describe(&message.content)
+                );
+            }
+        }
+        ClientCommand::Complete {
+            prompt,
+            resource,
+            argument,
+            value,
+            context,
+            ..
+        } => {
+            let reference = match (prompt, resource) {
+                (Some(name), _) => CompletionReference::Prompt { name, title: None },
+                (None, Some(uri)) => CompletionReference::Resource { uri },
+                (None, None) => return Err(fail(1, "give --prompt NAME or --resource URI")),
+            };
+            let context = match context {
+                Some(text) => Some(CompleteContext {
+                    arguments: Some(string_map(Some(&text), "--context")?),
+                }),
+                None => None,
+            };
+            let result = client
+                .complete(CompleteParams {
+                    reference,
+                    argument: CompleteArgument {
+                        name: argument,
+                        value,
+                    },
+                    context,
+                    meta: None,
+                })
+                .await?;
+            if json {
+                return print_json(&result);
+            }
+            for value in result.completion.values {
+                println!("{value}");
+            }
+        }
+        ClientCommand::Ping(_) => {
+            let start = std::time::Instant::now();
+            client.ping().await?;
+            let elapsed = start.elapsed();
+            if json {
+                return print_json(&serde_json::json!({ "ok": true, "ms": elapsed.as_millis() }));
+            }
+            println!("pong from {} in {elapsed:.1?}", client.server_info().name);
+        }
+        ClientCommand::Info(_) => {
+            let info = serde_json::json!({
+                "protocolVersion": client.protocol_version(),
+                "serverInfo": client.server_info(),
+                "capabilities": client.capabilities(),
+                "instructions": client.instructions(),
+            });
+            if json {
+                return print_json(&info);
+            }
+            let server = client.server_info();
+            println!("server:       {} {}", server.name, server.version);
+            println!("protocol:     {}", client.protocol_version());
+            let capabilities = serde_json::to_value(client.capabilities())?;
+            let names: Vec<&String> = capabilities
+                .as_object()
+                .map(|o| o.keys().collect())
+                .unwrap_or_default();
+            println!(
+                "capabilities: {}",
+                names
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if let Some(instructions) = client.instructions() {
+                println!("instructions: {instructions}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One content block as readable text.
+fn describe(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Image(i) => {
+            format!("[image {}, {} bytes of base64]", i.mime_type, i.data.len())
+        }
+        ContentBlock::Audio(a) => {
+            format!("[audio {}, {} bytes of base64]", a.mime_type, a.data.len())
+        }
+        ContentBlock::ResourceLink(l) => format!("[link {} {}]", l.name, l.uri),
+        ContentBlock::Resource(r) => match &r.resource {
+            ResourceContents::Text(t) => format!("[resource {}]\n{}", t.uri, t.text),
+            ResourceContents::Blob(b) => {
+                format!("[resource {}, {} bytes of base64]", b.uri, b.blob.len())
+            }
+        },
+        other => serde_json::to_string(other).unwrap_or_default(),
+    }
+}
