@@ -2,10 +2,7 @@
 //! in every revision, against scripted fake servers for what the fixture cannot do, and over
 //! child processes.
 
-// The server tests keep their fixture private; the client tests compile their own copy.
-#[path = "server/fixture.rs"]
-#[allow(dead_code, clippy::duplicate_mod)]
-mod fixture;
+use crate::server::fixture;
 
 mod child;
 mod eras;

@@ -4,7 +4,7 @@
 //! roots requests from a script and records every notification, so each test asserts exactly
 //! what went over the wire.
 
-mod fixture;
+pub(crate) mod fixture;
 mod lifecycle;
 mod listen;
 mod listing;
