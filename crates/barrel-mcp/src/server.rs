@@ -46,7 +46,7 @@ use crate::transport::Transport;
 
 pub use builder::ServerBuilder;
 pub use completion::{Completer, CompletionRequest};
-pub use context::Ctx;
+pub use context::{Ctx, KeyedInput};
 use events::ServerEvent;
 pub use handler::{
     IntoToolResult, Json, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest,

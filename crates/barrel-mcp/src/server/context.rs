@@ -19,6 +19,41 @@ use super::session::Session;
 use crate::Error;
 use crate::peer::Peer;
 
+/// A question with a name, from [`Ctx::input_key`].
+#[derive(Debug)]
+pub struct KeyedInput<'a> {
+    ctx: &'a Ctx,
+    key: String,
+}
+
+impl KeyedInput<'_> {
+    /// [`Ctx::elicit`] under this key.
+    pub async fn elicit(&self, params: ElicitRequestParams) -> crate::Result<ElicitResult> {
+        let request = InputRequest::Elicit(params);
+        self.ctx.ask_typed(Some(&self.key), request).await
+    }
+
+    /// [`Ctx::create_message`] under this key.
+    pub async fn create_message(
+        &self,
+        params: CreateMessageParams,
+    ) -> crate::Result<CreateMessageResult> {
+        let request = InputRequest::CreateMessage(params);
+        self.ctx.ask_typed(Some(&self.key), request).await
+    }
+
+    /// [`Ctx::list_roots`] under this key.
+    pub async fn list_roots(&self) -> crate::Result<ListRootsResult> {
+        let request = InputRequest::ListRoots;
+        self.ctx.ask_typed(Some(&self.key), request).await
+    }
+
+    /// [`Ctx::input`] under this key.
+    pub async fn input(&self, request: InputRequest) -> crate::Result<Value> {
+        self.ctx.ask(Some(&self.key), request).await
+    }
+}
+
 /// What one request's era tells about the client: set per request in 2026-07-28, per session
 /// before.
 #[derive(Debug, Clone)]
@@ -208,7 +243,7 @@ impl Ctx {
     /// In 2026-07-28 this ends the round when the answer is not there yet: pass the error on
     /// with `?` and the handler runs again when the client retries with the answer.
     pub async fn elicit(&self, params: ElicitRequestParams) -> crate::Result<ElicitResult> {
-        self.input_typed(InputRequest::Elicit(params)).await
+        self.ask_typed(None, InputRequest::Elicit(params)).await
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
@@ -216,17 +251,40 @@ impl Ctx {
         &self,
         params: CreateMessageParams,
     ) -> crate::Result<CreateMessageResult> {
-        self.input_typed(InputRequest::CreateMessage(params)).await
+        self.ask_typed(None, InputRequest::CreateMessage(params))
+            .await
     }
 
     /// Asks the client for its roots (`roots/list`).
     pub async fn list_roots(&self) -> crate::Result<ListRootsResult> {
-        self.input_typed(InputRequest::ListRoots).await
+        self.ask_typed(None, InputRequest::ListRoots).await
     }
 
     /// Asks the client for any kind of input and returns the raw answer. The typed calls above
     /// are built on this one.
     pub async fn input(&self, request: InputRequest) -> crate::Result<Value> {
+        self.ask(None, request).await
+    }
+
+    /// Names the next question. In 2026-07-28 the question travels under this key in
+    /// `inputRequests` (otherwise keys are `r0`, `r1`, ... in the order asked), so a client or a
+    /// test can address it; in a session the key is not sent.
+    ///
+    /// ```no_run
+    /// # use barrel_mcp::server::Ctx;
+    /// # use barrel_mcp::types::ElicitRequestParams;
+    /// # async fn f(ctx: Ctx, params: ElicitRequestParams) -> barrel_mcp::Result<()> {
+    /// let answer = ctx.input_key("user_name").elicit(params).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn input_key(&self, key: impl Into<String>) -> KeyedInput<'_> {
+        KeyedInput {
+            ctx: self,
+            key: key.into(),
+        }
+    }
+
+    async fn ask(&self, key: Option<&str>, request: InputRequest) -> crate::Result<Value> {
         let caps = &self.inner.scope.client_capabilities;
         super::input::check_capability(&request, caps, self.inner.scope.is_stateless())?;
         match &self.inner.input {
@@ -235,13 +293,17 @@ impl Ctx {
                 super::input::ask_in_session(&self.inner.peer, &self.inner.cancel, request, timeout)
                     .await
             }
-            InputMode::Rounds(rounds) => rounds.ask(request),
+            InputMode::Rounds(rounds) => rounds.ask(key, request),
         }
     }
 
-    async fn input_typed<T: DeserializeOwned>(&self, request: InputRequest) -> crate::Result<T> {
+    async fn ask_typed<T: DeserializeOwned>(
+        &self,
+        key: Option<&str>,
+        request: InputRequest,
+    ) -> crate::Result<T> {
         let method = request.method();
-        let value = self.input(request).await?;
+        let value = self.ask(key, request).await?;
         serde_json::from_value(value).map_err(|e| {
             Error::Rpc(barrel_mcp_types::ErrorObject::invalid_params(format!(
                 "malformed answer to {method}: {e}"

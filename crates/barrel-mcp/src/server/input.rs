@@ -53,13 +53,21 @@ impl Rounds {
         }
     }
 
-    pub(crate) fn ask(&self, request: InputRequest) -> crate::Result<Value> {
+    /// Answers a question at once when its answer is known, else records it and ends the
+    /// round. Unnamed questions get `r0`, `r1`, ... in the order asked.
+    pub(crate) fn ask(&self, key: Option<&str>, request: InputRequest) -> crate::Result<Value> {
         let mut state = self
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let key = format!("r{}", state.next);
-        state.next += 1;
+        let key = match key {
+            Some(key) => key.to_owned(),
+            None => {
+                let key = format!("r{}", state.next);
+                state.next += 1;
+                key
+            }
+        };
         if let Some(answer) = state.answers.get(&key) {
             return Ok(answer.clone());
         }

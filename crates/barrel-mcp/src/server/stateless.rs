@@ -81,13 +81,20 @@ fn invalid_meta(key: &str, problem: &str) -> ErrorObject {
     ErrorObject::invalid_params(format!("invalid params: _meta[{key:?}] {problem}"))
 }
 
-/// -32022 with the revisions this server speaks and the one asked for.
-pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
-    let supported: Vec<&str> = ProtocolVersion::ALL
+/// Every revision this server speaks, newest first: what `server/discover` lists and what a
+/// -32022 error names, always the same list. Clients pick the stateless ones they share; the
+/// sessionful ones tell them `initialize` works too.
+pub(crate) fn supported_versions() -> Vec<&'static str> {
+    ProtocolVersion::ALL
         .iter()
         .rev()
         .map(|v| v.as_str())
-        .collect();
+        .collect()
+}
+
+/// -32022 with the revisions this server speaks and the one asked for.
+pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
+    let supported = supported_versions();
     ErrorObject::new(
         ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
         "Unsupported protocol version",
@@ -98,10 +105,9 @@ pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
 /// The `server/discover` result.
 pub(crate) fn discover(server: &Server) -> Result<Value, ErrorObject> {
     let result = DiscoverResult {
-        supported_versions: ProtocolVersion::ALL
-            .iter()
-            .filter(|v| v.is_stateless())
-            .map(|v| v.as_str().to_owned())
+        supported_versions: supported_versions()
+            .into_iter()
+            .map(str::to_owned)
             .collect(),
         capabilities: server.capabilities(),
         instructions: server.inner.instructions.clone(),

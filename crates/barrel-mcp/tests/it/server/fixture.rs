@@ -139,6 +139,13 @@ pub(crate) fn server_with(config: ServerConfig) -> (Server, Arc<Probe>) {
             let name = answer.content.and_then(|c| c.get("name").cloned()).unwrap_or_default();
             Ok(format!("Hello, {}!", name.as_str().unwrap_or("?")))
         })
+        .tool("ask_named", "Elicit under a chosen key", |ctx: Ctx, _: NoArgs| async move {
+            let schema = json!({ "type": "object", "properties": { "name": { "type": "string" } } });
+            let params = ElicitRequestParams::form("Name?", schema.as_object().cloned().unwrap_or_default());
+            let answer = ctx.input_key("user_name").elicit(params).await?;
+            let name = answer.content.and_then(|c| c.get("name").cloned()).unwrap_or_default();
+            Ok(format!("Hello, {}!", name.as_str().unwrap_or("?")))
+        })
         .tool("summarize", "Sample", |ctx: Ctx, _: NoArgs| async move {
             let answer = ctx.create_message(sampling_request()).await?;
             Ok(format!("Summary: {}", answer.text_content().unwrap_or_default()))

@@ -172,7 +172,16 @@ async fn discover_then_initialize_on_one_connection() {
         .stateless("server/discover", json!({}), json!({}))
         .await
         .expect("discover");
-    assert_eq!(discovered["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(
+        discovered["supportedVersions"],
+        json!([
+            "2026-07-28",
+            "2025-11-25",
+            "2025-06-18",
+            "2025-03-26",
+            "2024-11-05"
+        ])
+    );
     assert_eq!(discovered["resultType"], "complete");
     let result = client.initialize("2025-11-25").await;
     assert_eq!(result["protocolVersion"], "2025-11-25");

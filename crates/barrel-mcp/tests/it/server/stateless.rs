@@ -374,3 +374,52 @@ async fn url_elicitation_and_sampling_tools_are_gated_per_request() {
         "2026-07-28 has no elicitationId"
     );
 }
+
+#[tokio::test]
+async fn named_questions_travel_under_their_key_and_extra_answers_are_ignored() {
+    let (server, _) = fixture::server();
+    let client = connect(&server);
+    let params = json!({ "name": "ask_named", "arguments": {} });
+    let first = client
+        .stateless("tools/call", params.clone(), caps())
+        .await
+        .expect("round 1");
+    let keys: Vec<&String> = first["inputRequests"]
+        .as_object()
+        .expect("requests")
+        .keys()
+        .collect();
+    assert_eq!(keys, ["user_name"]);
+    // Answers sent up front, with keys the server never asked about, complete at once.
+    let mut direct = params;
+    direct["inputResponses"] = json!({
+        "user_name": { "action": "accept", "content": { "name": "Lin" } },
+        "unknown_extra_key": { "action": "decline" }
+    });
+    let done = client
+        .stateless("tools/call", direct, caps())
+        .await
+        .expect("answered");
+    assert_eq!(done["resultType"], "complete");
+    assert_eq!(text_of(&done), "Hello, Lin!");
+}
+
+#[tokio::test]
+async fn discover_and_version_errors_name_the_same_revisions() {
+    let (server, _) = fixture::server();
+    let client = connect(&server);
+    let discovered = client
+        .stateless("server/discover", json!({}), json!({}))
+        .await
+        .expect("discover");
+    let mut params = envelope(json!({}), json!({}));
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let error = client
+        .request("tools/list", params)
+        .await
+        .expect_err("unsupported");
+    assert_eq!(
+        error.data.expect("data")["supported"],
+        discovered["supportedVersions"]
+    );
+}
