@@ -496,7 +496,11 @@ fn stateless_tools(
             "test_input_required_result_elicitation",
             "Asks the user for a name, then greets them",
             |ctx: Ctx, _: NoArgs| async move {
-                let answer = ctx.elicit(name_form("What is your name?", "name")).await?;
+                // The suite addresses this question by the key `user_name`.
+                let answer = ctx
+                    .input_key("user_name")
+                    .elicit(name_form("What is your name?", "name"))
+                    .await?;
                 Ok(format!("Hello, {}!", answered_field(&answer, "name")))
             },
         )
