@@ -9,6 +9,9 @@
 //! loadgen report FILE                                print the markdown table
 //! ```
 //!
+//! Every measuring command also takes `--round N`, recorded with the result; the report shows
+//! the median round of each cell.
+//!
 //! It runs on one thread (pin it with `taskset`) and only targets loopback addresses.
 
 mod http;
@@ -38,6 +41,7 @@ struct Args {
     warmup: Duration,
     pid: Option<u32>,
     sessions: usize,
+    round: u32,
     out: Option<String>,
 }
 
@@ -59,6 +63,7 @@ fn parse_args() -> Result<Args, String> {
         warmup: Duration::from_secs(2),
         pid: None,
         sessions: 1000,
+        round: 1,
         out: None,
     };
     let secs = |v: String| {
@@ -83,6 +88,7 @@ fn parse_args() -> Result<Args, String> {
             "--sessions" => {
                 args.sessions = value.parse().map_err(|e| format!("--sessions: {e}"))?
             }
+            "--round" => args.round = value.parse().map_err(|e| format!("--round: {e}"))?,
             "--out" => args.out = Some(value),
             _ => return Err(format!("unknown flag {flag}")),
         }
@@ -131,7 +137,7 @@ async fn command(args: Args) -> Result<(), String> {
         target: target.clone(),
         accept: args.accept.clone(),
     };
-    let fields = match args.command.as_str() {
+    let mut fields = match args.command.as_str() {
         "wait" => return wait(&target).await,
         "calls" | "sessions" => {
             let work = match (args.command.as_str(), args.stateless) {
@@ -170,6 +176,7 @@ async fn command(args: Args) -> Result<(), String> {
             let mut fields = vec![
                 ("idle_kib", m.idle_kib.to_string()),
                 ("full_kib", m.full_kib.to_string()),
+                ("idle_anon_kib", m.idle_anon_kib.to_string()),
                 ("opened", m.opened.to_string()),
                 ("errors", m.errors.to_string()),
             ];
@@ -180,6 +187,7 @@ async fn command(args: Args) -> Result<(), String> {
         }
         other => return Err(format!("unknown command {other}")),
     };
+    fields.insert(0, ("round", args.round.to_string()));
     let line = report::line(&args.server, &args.case, &fields);
     println!("{}", line.replace('\t', "  "));
     if let Some(path) = args.out {

@@ -1,8 +1,10 @@
 //! Results: one TSV line per server and case, and the markdown table built from them.
 //!
-//! A line is `server<TAB>case<TAB>key=value<TAB>…`; the report reads the last line for each
-//! (server, case) pair, so a rerun of one case replaces its earlier result.
+//! A line is `server<TAB>case<TAB>key=value<TAB>…`, one per round. Each cell of the table is
+//! the median round of its (server, case) pair: by req/s for timed cases, by RSS with the
+//! sessions open for the memory case. The other numbers of a cell come from that same round.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -37,7 +39,7 @@ pub fn line(server: &str, case: &str, fields: &[(&str, String)]) -> String {
 }
 
 fn parse(tsv: &str) -> HashMap<(String, String), Fields> {
-    let mut results = HashMap::new();
+    let mut rounds: HashMap<(String, String), Vec<Fields>> = HashMap::new();
     for row in tsv.lines().filter(|l| !l.trim().is_empty()) {
         let mut cols = row.split('\t');
         let (Some(server), Some(case)) = (cols.next(), cols.next()) else {
@@ -47,9 +49,24 @@ fn parse(tsv: &str) -> HashMap<(String, String), Fields> {
             .filter_map(|kv| kv.split_once('='))
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
-        results.insert((server.to_owned(), case.to_owned()), fields);
+        rounds
+            .entry((server.to_owned(), case.to_owned()))
+            .or_default()
+            .push(fields);
     }
-    results
+    rounds
+        .into_iter()
+        .map(|(key, mut all)| {
+            let by = if key.1 == "memory" { "full_kib" } else { "rps" };
+            all.sort_by(|a, b| {
+                num(Some(a), by)
+                    .partial_cmp(&num(Some(b), by))
+                    .unwrap_or(Ordering::Equal)
+            });
+            let median = all.swap_remove(all.len() / 2);
+            (key, median)
+        })
+        .collect()
 }
 
 fn num(fields: Option<&Fields>, key: &str) -> Option<f64> {
@@ -95,7 +112,6 @@ pub fn table(tsv: &str) -> String {
     out.push_str(" barrel-mcp / rmcp |\n|---|---|");
     out.push_str(&"---:|".repeat(SERVERS.len() + 1));
     out.push('\n');
-    let mut notes = Vec::new();
     for (case, title) in CASES {
         let unit = if case == "sessions8" {
             "sessions/s"
@@ -119,14 +135,8 @@ pub fn table(tsv: &str) -> String {
                 if case == "json64" && reply != wanted {
                     let _ = write!(text, " ({reply} replies)");
                 }
-                match num(f, "errors") {
-                    Some(e) if e > 0.0 => {
-                        let _ = write!(text, " ({} errors)", thousands(e));
-                        if let Some(first) = f.and_then(|f| f.get("first_error")) {
-                            notes.push(format!("{s} {case}: {first}"));
-                        }
-                    }
-                    _ => {}
+                if let Some(e) = num(f, "errors").filter(|e| *e > 0.0) {
+                    let _ = write!(text, " ({} errors)", thousands(e));
                 }
                 (text, Some(rps))
             })
@@ -191,9 +201,28 @@ pub fn table(tsv: &str) -> String {
         " | per open session, KiB",
         &memory("per_session", 1.0, 1),
     );
-    for (s, _) in SERVERS {
-        if let Some(e) = num(get(s, "memory"), "errors").filter(|e| *e > 0.0) {
-            notes.push(format!("{s} memory: {e} session errors"));
+    row(
+        &mut out,
+        " | idle, anonymous only (RssAnon), MiB",
+        &memory("idle_anon_kib", 1024.0, 1),
+    );
+    let mut notes = Vec::new();
+    // Errors of every round, not only of the median ones shown in the table.
+    for row in tsv.lines() {
+        let mut cols = row.split('\t');
+        let (Some(server), Some(case)) = (cols.next(), cols.next()) else {
+            continue;
+        };
+        let fields: Fields = cols
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        if let Some(e) = num(Some(&fields), "errors").filter(|e| *e > 0.0) {
+            let round = fields.get("round").map_or("?", String::as_str);
+            let first = fields.get("first_error").map_or("", String::as_str);
+            notes.push(format!(
+                "errors: {server} {case} round {round}: {e}; first: {first}"
+            ));
         }
     }
     for note in notes {
@@ -219,5 +248,15 @@ mod tests {
         let table = table(tsv);
         assert!(table.contains("| 200 | 100 | n/a | 2.00× |"), "{table}");
         assert!(table.contains("0.100 / 0.900"), "{table}");
+    }
+
+    #[test]
+    fn the_median_round_wins() {
+        let tsv = "rmcp\tseq1\tround=1\trps=10\tp50_us=1\n\
+                   rmcp\tseq1\tround=2\trps=30\tp50_us=3\n\
+                   rmcp\tseq1\tround=3\trps=20\tp50_us=2\n";
+        let results = parse(tsv);
+        let cell = &results[&("rmcp".to_owned(), "seq1".to_owned())];
+        assert_eq!(cell["round"], "3");
     }
 }

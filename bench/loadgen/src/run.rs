@@ -178,6 +178,8 @@ fn fail(out: &mut Outcome, error: String) {
 pub struct Memory {
     pub idle_kib: u64,
     pub full_kib: u64,
+    /// The anonymous part of the idle RSS: the heap and stacks, without the mapped binary.
+    pub idle_anon_kib: u64,
     pub opened: usize,
     pub errors: u64,
     pub first_error: Option<String>,
@@ -186,7 +188,8 @@ pub struct Memory {
 /// Opens `sessions` sessions over `conns` connections, reads VmRSS, then deletes them all.
 pub async fn memory(client: Client, pid: u32, sessions: usize, conns: usize) -> Memory {
     let mut mem = Memory {
-        idle_kib: vm_rss_kib(pid).unwrap_or(0),
+        idle_kib: status_kib(pid, "VmRSS:").unwrap_or(0),
+        idle_anon_kib: status_kib(pid, "RssAnon:").unwrap_or(0),
         ..Memory::default()
     };
     let client = Arc::new(client);
@@ -221,7 +224,7 @@ pub async fn memory(client: Client, pid: u32, sessions: usize, conns: usize) -> 
     }
     // Give the server a moment to settle (lazy frees, deferred tasks) before reading RSS.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    mem.full_kib = vm_rss_kib(pid).unwrap_or(0);
+    mem.full_kib = status_kib(pid, "VmRSS:").unwrap_or(0);
     for (conn, ids, errors) in opened {
         mem.opened += ids.len();
         mem.errors += errors.len() as u64;
@@ -239,10 +242,10 @@ pub async fn memory(client: Client, pid: u32, sessions: usize, conns: usize) -> 
     mem
 }
 
-/// VmRSS of a process, in KiB.
-pub fn vm_rss_kib(pid: u32) -> Option<u64> {
+/// A KiB field of `/proc/PID/status`, such as `VmRSS:` or `RssAnon:`.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
