@@ -23,13 +23,25 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the demo MCP server (tools, resources, a template, prompts, completions).
+    ///
+    /// With no transport flag, serves Streamable HTTP on 127.0.0.1:9090/mcp.
     Serve {
         /// Serve over stdin/stdout (newline-delimited JSON-RPC).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "http")]
         stdio: bool,
         /// The longest accepted line on stdio, in bytes.
         #[arg(long, default_value_t = 4 * 1024 * 1024)]
         max_line: usize,
+        /// Serve Streamable HTTP on this address (the endpoint is /mcp).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Accept this Host (name or name:port) besides the loopback names; needed to bind
+        /// beyond loopback. Repeatable.
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
+        /// Accept this browser Origin (scheme://name[:port]) besides loopback ones. Repeatable.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origins: Vec<String>,
     },
     #[command(flatten)]
     Client(Box<client_commands::ClientCommand>),
@@ -60,11 +72,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Client(command) => client_commands::run(&runtime, *command),
-        Command::Serve { stdio, max_line } => {
+        Command::Serve {
+            stdio,
+            max_line,
+            http,
+            allow_hosts,
+            allow_origins,
+        } => {
             if !stdio {
-                anyhow::bail!(
-                    "only `serve --stdio` is available in this build (Streamable HTTP is coming)"
-                );
+                let addr = http.unwrap_or(([127, 0, 0, 1], 9090).into());
+                return serve_http(&runtime, addr, allow_hosts, allow_origins);
             }
             let server = demo::server().context("building the demo server")?;
             let transport =
@@ -74,4 +91,70 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .context("serving stdio")
         }
     }
+}
+
+/// `serve --http`: the demo over Streamable HTTP until Ctrl-C (or SIGTERM), then a graceful
+/// shutdown.
+#[cfg(feature = "http-server")]
+fn serve_http(
+    runtime: &tokio::runtime::Runtime,
+    addr: std::net::SocketAddr,
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+) -> anyhow::Result<()> {
+    use barrel_mcp::http::{HttpConfig, StreamableHttp};
+    let config = HttpConfig {
+        allowed_hosts,
+        allowed_origins,
+        ..HttpConfig::default()
+    };
+    config.check_bind(addr).map_err(anyhow::Error::msg)?;
+    let server = demo::server().context("building the demo server")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let local = listener.local_addr().context("reading the bound address")?;
+        eprintln!(
+            "barrel-mcp: serving MCP over Streamable HTTP on http://{local}{}",
+            config.path
+        );
+        let http = StreamableHttp::new(server, config);
+        barrel_mcp::http::serve(listener, http, shutdown_signal())
+            .await
+            .context("serving HTTP")
+    })
+}
+
+#[cfg(not(feature = "http-server"))]
+fn serve_http(
+    _runtime: &tokio::runtime::Runtime,
+    _addr: std::net::SocketAddr,
+    _allowed_hosts: Vec<String>,
+    _allowed_origins: Vec<String>,
+) -> anyhow::Result<()> {
+    anyhow::bail!("this build has no HTTP server (feature `http-server`); use `serve --stdio`")
+}
+
+/// Resolves on Ctrl-C, or on SIGTERM on Unix.
+#[cfg(feature = "http-server")]
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    eprintln!("barrel-mcp: shutting down");
 }

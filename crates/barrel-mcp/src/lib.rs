@@ -42,6 +42,7 @@
 //! | [`server`] | the registry, handlers and [`server::Ctx`], served in both protocol eras |
 //! | [`peer`] | the JSON-RPC engine every role runs on |
 //! | [`transport`] | in-memory and stdio transports |
+//! | `http` | the Streamable HTTP server: an axum router and a listener (feature `http-server`) |
 //! | [`types`] | the wire model (`barrel-mcp-types`) |
 //!
 //! # Cancel safety
@@ -52,6 +53,8 @@
 
 pub mod client;
 pub mod error;
+#[cfg(feature = "http-server")]
+pub mod http;
 pub mod peer;
 pub mod server;
 pub mod transport;

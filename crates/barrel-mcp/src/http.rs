@@ -1,0 +1,139 @@
+//! The Streamable HTTP server transport (feature `http-server`).
+//!
+//! One endpoint serves both protocol eras, chosen per request:
+//!
+//! - **Sessionful** (2024-11-05 to 2025-11-25): `initialize` opens a session named by the
+//!   `Mcp-Session-Id` response header. Each request is answered with an SSE stream (priming
+//!   event first, then the request's notifications and server-to-client requests, then its
+//!   response) or one JSON body; notifications and responses get 202; GET opens the session's
+//!   stream for server-initiated messages and resumes any stream with `Last-Event-ID`; DELETE
+//!   ends the session.
+//! - **Stateless** (2026-07-28): a POST whose body claims the revision in `params._meta`, with
+//!   the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers checked against the body;
+//!   answered with JSON, or with an SSE stream once the handler sends a notification. No session
+//!   is created; GET and DELETE get 405; a client that goes away cancels its request.
+//!
+//! Every request first passes the `Host` and `Origin` checks (DNS rebinding), then the size and
+//! time limits, before anything is allocated for it. Every limit is a field of [`HttpConfig`].
+//!
+//! # Use
+//!
+//! ```no_run
+//! use barrel_mcp::http::{HttpConfig, StreamableHttp};
+//! # async fn run(server: barrel_mcp::server::Server) -> barrel_mcp::Result<()> {
+//! let http = StreamableHttp::new(server, HttpConfig::default());
+//! // Either mount the router in your own axum app (and `.layer()` it)...
+//! let app = axum::Router::new().merge(http.router());
+//! # drop(app);
+//! // ...or use the ready listener, which shuts down gracefully when the future resolves.
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
+//! barrel_mcp::http::serve(listener, http, std::future::pending()).await
+//! # }
+//! ```
+//!
+//! The router is a tower `Service` too (`axum::Router` implements it), so it can be served
+//! by any hyper-compatible stack. When it is, call [`StreamableHttp::shutdown`] on the way down
+//! so sessions end and their streams close.
+
+// Early answers travel as `Err(Response)` through the request ladder; boxing them would only
+// add an allocation on the refusal path.
+#![allow(clippy::result_large_err)]
+
+mod config;
+mod endpoint;
+mod guard;
+mod listener;
+mod reply;
+mod session;
+mod sessionful;
+mod sessions;
+mod sse;
+mod stateless;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::server::Server;
+
+pub use config::{HttpConfig, PrincipalResolver};
+pub use listener::{serve, serve_connection};
+
+/// The `Mcp-Session-Id` header.
+pub const MCP_SESSION_ID: http::HeaderName = reply::SESSION_ID;
+/// The `MCP-Protocol-Version` header.
+pub const MCP_PROTOCOL_VERSION: http::HeaderName = reply::PROTOCOL_VERSION;
+
+/// A server exposed over Streamable HTTP: the sessions, the streams and the limits. Cheap to
+/// clone; every clone is the same endpoint.
+#[derive(Clone, Debug)]
+pub struct StreamableHttp {
+    state: Arc<State>,
+}
+
+/// What every request to the endpoint shares.
+#[derive(Debug)]
+pub(crate) struct State {
+    server: Server,
+    config: HttpConfig,
+    sessions: Arc<sessions::Sessions>,
+    /// The connections of 2026-07-28 requests.
+    tasks: TaskTracker,
+    /// Cancelled when the endpoint shuts down.
+    shutdown: CancellationToken,
+}
+
+impl StreamableHttp {
+    /// Exposes `server` with the limits of `config`.
+    pub fn new(server: Server, config: HttpConfig) -> Self {
+        Self {
+            state: Arc::new(State {
+                server,
+                config,
+                sessions: Arc::default(),
+                tasks: TaskTracker::new(),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The limits this endpoint runs with.
+    pub fn config(&self) -> &HttpConfig {
+        &self.state.config
+    }
+
+    /// An axum router serving the endpoint at [`HttpConfig::path`]. Mount it (`merge`,
+    /// `nest`) in an application and add layers (auth, tracing) as with any router.
+    pub fn router(&self) -> axum::Router {
+        let state = Arc::clone(&self.state);
+        axum::Router::new().route(
+            &self.state.config.path,
+            axum::routing::any(move |request: axum::extract::Request| {
+                endpoint::handle(Arc::clone(&state), request)
+            }),
+        )
+    }
+
+    /// How many sessions are live.
+    pub fn session_count(&self) -> usize {
+        self.state.sessions.len()
+    }
+
+    /// Starts shutting down: new requests get 503; every session stops taking requests, answers
+    /// those already running, then ends, which closes its streams; 2026-07-28 requests finish.
+    /// Idempotent. [`serve`] calls it when its shutdown future resolves.
+    pub fn shutdown(&self) {
+        self.state.shutdown.cancel();
+        self.state.sessions.shutdown();
+        self.state.tasks.close();
+    }
+
+    /// Resolves once [`shutdown`](Self::shutdown) was called and every session and request has
+    /// ended.
+    pub async fn wait(&self) {
+        self.state.shutdown.cancelled().await;
+        self.state.sessions.tasks.wait().await;
+        self.state.tasks.wait().await;
+    }
+}

@@ -1,0 +1,152 @@
+//! [`HttpConfig`]: every limit and default of the Streamable HTTP server, in one place.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Limits and defaults of the Streamable HTTP server. Every field has a documented default,
+/// chosen to be safe on a developer machine: loopback only, bounded everything.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The path of the MCP endpoint in [`StreamableHttp::router`](super::StreamableHttp::router).
+    /// Default `/mcp`.
+    pub path: String,
+    /// Accept `Host` headers naming `localhost`, `127.0.0.1` or `[::1]` (any port), and
+    /// `Origin`s `http(s)://` of those names (any port). Default true.
+    pub allow_loopback: bool,
+    /// More accepted `Host` values: `name` (any port) or `name:port`, compared
+    /// case-insensitively. Default empty. A non-loopback bind needs at least one.
+    pub allowed_hosts: Vec<String>,
+    /// More accepted `Origin` values, compared exactly after lowercasing
+    /// (`https://app.example.com`, `http://intranet:8080`). The literal `null` is refused unless
+    /// listed here. A request without `Origin` (not from a browser) is accepted. Default empty.
+    pub allowed_origins: Vec<String>,
+    /// The largest request body; a larger one is refused with 413 before it is parsed.
+    /// Default 4 MiB.
+    pub max_body_size: usize,
+    /// How long a request body may take to arrive; slower bodies get 408. Default 30 s.
+    pub body_timeout: Duration,
+    /// The most headers an HTTP/1 request may carry (more: the connection is refused).
+    /// Default 64.
+    pub max_headers: usize,
+    /// How long a client may take to send a request's headers before the connection is
+    /// closed (slowloris). Default 10 s.
+    pub header_read_timeout: Duration,
+    /// The largest HTTP/2 header list, in bytes. Default 16 KiB.
+    pub max_header_list_size: u32,
+    /// The most live sessions; one more `initialize` gets 503 with `Retry-After`. Default 1024.
+    pub max_sessions: usize,
+    /// A session nobody used for this long is closed; later requests get 404. Requests still
+    /// running keep it alive. Default 30 min.
+    pub session_idle_timeout: Duration,
+    /// A session that has not sent `notifications/initialized` this long after `initialize`
+    /// is closed. Default 60 s.
+    pub init_timeout: Duration,
+    /// Messages POSTed to one session that may wait for the server to read them before the
+    /// next POST waits. Default 64.
+    pub session_inbound_queue: usize,
+    /// Events waiting to be written to one SSE stream. A reader slower than that loses the
+    /// live stream (it ends); the events stay in the replay buffer, so the client resumes with
+    /// `Last-Event-ID`. Default 64.
+    pub stream_queue: usize,
+    /// Events each stream keeps for `Last-Event-ID` replay. Default 128.
+    pub replay_events: usize,
+    /// Bytes each stream keeps for replay (the oldest events go first). Default 1 MiB.
+    pub replay_bytes: usize,
+    /// Streams one session keeps for replay; beyond that the oldest finished stream is
+    /// forgotten. Default 32.
+    pub retained_streams: usize,
+    /// An idle SSE stream gets a `:` comment this often, so proxies keep it open. Default 15 s.
+    pub keep_alive: Duration,
+    /// The `retry:` sent in each stream's priming event: how long a client waits before it
+    /// resumes. Default 3 s.
+    pub sse_retry: Duration,
+    /// Answer every sessionful request with one JSON body, never SSE. Notifications and
+    /// requests a handler sends then go to the session's GET stream. Default false: requests
+    /// are answered with an SSE stream when the client accepts one.
+    pub json_response: bool,
+    /// How long a graceful shutdown waits for requests and streams to finish. Default 10 s.
+    pub shutdown_timeout: Duration,
+    /// Binds each session to the principal that created it (see [`PrincipalResolver`]).
+    /// Default none: sessions are not bound.
+    pub principal: Option<PrincipalResolver>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            path: "/mcp".to_owned(),
+            allow_loopback: true,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_size: 4 * 1024 * 1024,
+            body_timeout: Duration::from_secs(30),
+            max_headers: 64,
+            header_read_timeout: Duration::from_secs(10),
+            max_header_list_size: 16 * 1024,
+            max_sessions: 1024,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            init_timeout: Duration::from_secs(60),
+            session_inbound_queue: 64,
+            stream_queue: 64,
+            replay_events: 128,
+            replay_bytes: 1024 * 1024,
+            retained_streams: 32,
+            keep_alive: Duration::from_secs(15),
+            sse_retry: Duration::from_secs(3),
+            json_response: false,
+            shutdown_timeout: Duration::from_secs(10),
+            principal: None,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// Checks that serving on `addr` with this configuration is safe: a bind beyond loopback
+    /// needs explicit [`allowed_hosts`](Self::allowed_hosts), else any web page could reach the
+    /// server through DNS rebinding. Returns the reason when it is not.
+    pub fn check_bind(&self, addr: SocketAddr) -> Result<(), String> {
+        if addr.ip().is_loopback() || !self.allowed_hosts.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "refusing to serve on {addr}: it is reachable beyond this machine, and without an \
+             explicit list of allowed hosts (and origins, for browsers) any web page could reach \
+             the server through DNS rebinding; set allowed_hosts (e.g. `--allow-host \
+             mcp.example.com`), or bind 127.0.0.1"
+        ))
+    }
+}
+
+/// Names the principal (the authenticated user or client) behind an HTTP request, so a session
+/// stays bound to the one that created it.
+///
+/// It is called on `initialize` and on every later request of the session. A request whose
+/// principal differs from the session's gets 404, exactly like an unknown session, on every
+/// method. Authentication layers usually put the principal in the request's extensions; the
+/// resolver reads it from there.
+#[derive(Clone)]
+pub struct PrincipalResolver(Arc<ResolveFn>);
+
+/// The function inside a [`PrincipalResolver`].
+type ResolveFn = dyn Fn(&http::request::Parts) -> Option<String> + Send + Sync;
+
+impl PrincipalResolver {
+    /// Wraps a function from the request head to the principal, `None` for anonymous.
+    pub fn new(
+        resolve: impl Fn(&http::request::Parts) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        Self(Arc::new(resolve))
+    }
+
+    pub(crate) fn resolve(&self, parts: &http::request::Parts) -> Option<String> {
+        (self.0)(parts)
+    }
+}
+
+impl fmt::Debug for PrincipalResolver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PrincipalResolver(..)")
+    }
+}

@@ -1,0 +1,144 @@
+//! The MCP endpoint: every request starts here and climbs the same ladder.
+//!
+//! 1. `Host` and `Origin` ([`guard`]): 400/403, before anything is read or allocated.
+//! 2. The method: OPTIONS is a CORS preflight; GET and DELETE belong to sessions (405 when the
+//!    request speaks 2026-07-28 or carries no session); anything but POST is 405.
+//! 3. POST: `Content-Type` (415), `Accept` (406), the body under its size and time limits
+//!    (413, 408), JSON (400 / -32700), no batches (400 / -32600).
+//! 4. The era: a body claiming a revision in `params._meta` is 2026-07-28 (stateless); a
+//!    `MCP-Protocol-Version` header naming 2026-07-28 without that claim is refused; everything
+//!    else belongs to a session.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::Response;
+use barrel_mcp_types::{ErrorObject, ProtocolVersion};
+use http::{Method, StatusCode};
+use serde_json::Value;
+
+use super::reply::{self, Accepts};
+use super::{State, guard, sessionful, stateless};
+
+/// Answers one request to the endpoint.
+pub(crate) async fn handle(state: Arc<State>, request: http::Request<Body>) -> Response {
+    let (parts, body) = request.into_parts();
+    let admitted = match guard::check(&state.config, &parts) {
+        Ok(admitted) => admitted,
+        Err(response) => return response,
+    };
+    let mut response = if parts.method == Method::OPTIONS {
+        guard::preflight(&admitted, &parts)
+    } else if state.shutdown.is_cancelled() {
+        reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            ErrorObject::internal("the server is shutting down"),
+        )
+    } else {
+        route(&state, parts, body).await
+    };
+    guard::cors(&admitted, response.headers_mut());
+    response
+}
+
+async fn route(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Response {
+    let header_version = parts
+        .headers
+        .get(reply::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(ProtocolVersion::parse);
+    let stateless_header = header_version.is_some_and(ProtocolVersion::is_stateless);
+    match parts.method {
+        Method::POST => post(state, parts, body, stateless_header).await,
+        Method::GET | Method::DELETE if stateless_header => reply::method_not_allowed("POST"),
+        Method::GET | Method::DELETE if !parts.headers.contains_key(reply::SESSION_ID) => {
+            if parts.headers.contains_key(reply::PROTOCOL_VERSION) {
+                // A sessionful client that lost its session id.
+                reply::error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    reply::rpc_error(-32600, "Mcp-Session-Id header is required"),
+                )
+            } else {
+                reply::method_not_allowed("POST")
+            }
+        }
+        Method::GET => sessionful::get(state, &parts),
+        Method::DELETE => sessionful::delete(state, &parts),
+        _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
+    }
+}
+
+async fn post(
+    state: &Arc<State>,
+    parts: http::request::Parts,
+    body: Body,
+    stateless_header: bool,
+) -> Response {
+    if let Err(response) = reply::check_content_type(&parts.headers) {
+        return response;
+    }
+    let accepts = Accepts::of(&parts.headers);
+    if !accepts.json && !accepts.sse {
+        return reply::error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            reply::rpc_error(
+                -32600,
+                "Accept must list application/json and text/event-stream",
+            ),
+        );
+    }
+    let config = &state.config;
+    let bytes = match reply::read_body(
+        &parts.headers,
+        body,
+        config.max_body_size,
+        config.body_timeout,
+    )
+    .await
+    {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(value) => value,
+        Err(e) => {
+            return reply::error(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorObject::parse_error(format!("parse error: {e}")),
+            );
+        }
+    };
+    drop(bytes);
+    if value.is_array() {
+        return reply::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            ErrorObject::invalid_request("batch requests are not supported"),
+        );
+    }
+    if stateless::claims_version(&value) {
+        return stateless::post(state, &parts.headers, accepts, value).await;
+    }
+    if stateless_header {
+        let is_initialize = value.get("method").and_then(Value::as_str) == Some("initialize");
+        let error = if is_initialize {
+            reply::rpc_error(
+                -32020,
+                "MCP-Protocol-Version names 2026-07-28, which has no initialize",
+            )
+        } else {
+            ErrorObject::invalid_params(
+                "invalid params: missing _meta envelope keys (io.modelcontextprotocol/protocolVersion)",
+            )
+        };
+        let id = value
+            .get("id")
+            .and_then(barrel_mcp_types::RequestId::from_value);
+        return reply::error(StatusCode::BAD_REQUEST, id, error);
+    }
+    sessionful::post(state, &parts, accepts, value).await
+}

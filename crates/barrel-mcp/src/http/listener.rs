@@ -1,0 +1,114 @@
+//! The ready listener: accepts TCP connections, serves HTTP/1.1 and HTTP/2 (prior knowledge)
+//! on them with hyper, and shuts down gracefully.
+//!
+//! Each accepted socket gets `TCP_NODELAY` and is handed to [`serve_connection`], which takes
+//! any IO: a TLS acceptor wraps the socket and calls it the same way. hyper's timer is
+//! configured, so the header read timeout really fires (without a timer hyper silently
+//! disables it).
+
+use std::future::Future;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+
+use super::StreamableHttp;
+
+/// How long to pause accepting after an accept error (such as running out of file
+/// descriptors), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Serves `http` on `listener` until `shutdown` resolves, then shuts down gracefully.
+///
+/// The bind is checked first ([`HttpConfig::check_bind`](super::HttpConfig::check_bind)): a
+/// listener beyond loopback without allowed hosts is refused with an error that says why.
+/// On shutdown the listener stops accepting, sessions stop taking requests, requests already
+/// running finish and are answered, streams end, and idle connections close; after
+/// [`HttpConfig::shutdown_timeout`](super::HttpConfig::shutdown_timeout) whatever is left is
+/// dropped. No task is left running when this returns.
+///
+/// Cancel safety: dropping the future stops accepting and drops the connections being served.
+pub async fn serve(
+    listener: TcpListener,
+    http: StreamableHttp,
+    shutdown: impl Future<Output = ()> + Send,
+) -> crate::Result<()> {
+    let local = listener.local_addr()?;
+    http.config()
+        .check_bind(local)
+        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+    let builder = builder(&http);
+    let graceful = GracefulShutdown::new();
+    let service = TowerToHyperService::new(http.router());
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tracing::debug!(%error, "accept failed");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY");
+        }
+        let connection = builder
+            .serve_connection(TokioIo::new(stream), service.clone())
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    http.shutdown();
+    let limit = http.config().shutdown_timeout;
+    let drained = async {
+        graceful.shutdown().await;
+        http.wait().await;
+    };
+    if tokio::time::timeout(limit, drained).await.is_err() {
+        tracing::debug!("graceful shutdown timed out; remaining connections dropped");
+    }
+    Ok(())
+}
+
+/// Serves one connection over any IO (a TCP socket, a TLS stream), HTTP/1.1 or HTTP/2 by
+/// prior knowledge, until the client closes it.
+pub async fn serve_connection<I>(io: I, http: &StreamableHttp) -> crate::Result<()>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = TowerToHyperService::new(http.router());
+    builder(http)
+        .serve_connection(TokioIo::new(io), service)
+        .await
+        .map_err(|e| crate::Error::Io(std::io::Error::other(e)))
+}
+
+/// The hyper connection builder with the configured limits and a real timer.
+fn builder(http: &StreamableHttp) -> auto::Builder<TokioExecutor> {
+    let config = http.config();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout)
+        .max_headers(config.max_headers);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(config.max_header_list_size);
+    builder
+}

@@ -1,0 +1,197 @@
+//! Building blocks of HTTP answers and request checks shared by both eras: JSON-RPC error
+//! bodies with a status, the `Accept` and `Content-Type` rules, and reading a bounded body.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use barrel_mcp_types::{ErrorCode, ErrorObject, Message, RequestId};
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{HeaderName, StatusCode};
+use http_body_util::BodyExt;
+
+/// `Mcp-Session-Id`.
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+/// `MCP-Protocol-Version`.
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method` (2026-07-28).
+pub(crate) const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name` (2026-07-28).
+pub(crate) const NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// `Last-Event-ID`.
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// A JSON-RPC error object with a raw code.
+pub(crate) fn rpc_error(code: i32, message: &str) -> ErrorObject {
+    ErrorObject::new(ErrorCode(code), message)
+}
+
+/// A response with `status` and a JSON-RPC error body (id `null` when `id` is `None`).
+pub(crate) fn error(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response {
+    let message = Message::Response(barrel_mcp_types::Response::error(id, error));
+    json(status, &message)
+}
+
+/// A response with `status` and one JSON-RPC message as its body.
+pub(crate) fn json(status: StatusCode, message: &Message) -> Response {
+    let mut response = Response::new(Body::from(message.to_json()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// An empty response with `status`.
+pub(crate) fn empty(status: StatusCode) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    response
+}
+
+/// 405 with the methods that are allowed.
+pub(crate) fn method_not_allowed(allow: &'static str) -> Response {
+    let mut response = empty(StatusCode::METHOD_NOT_ALLOWED);
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// A response whose body is an SSE stream.
+pub(crate) fn event_stream(body: Body) -> Response {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    response
+}
+
+/// Which response formats the client takes, from `Accept`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Accepts {
+    pub(crate) json: bool,
+    pub(crate) sse: bool,
+}
+
+impl Accepts {
+    /// A missing `Accept`, or `*/*`, takes both.
+    pub(crate) fn of(headers: &HeaderMap) -> Self {
+        let mut accepts = Accepts {
+            json: false,
+            sse: false,
+        };
+        let mut any = false;
+        for value in headers.get_all(header::ACCEPT) {
+            any = true;
+            let Ok(text) = value.to_str() else { continue };
+            for item in text.split(',') {
+                let media = item.split(';').next().unwrap_or("").trim();
+                if media.eq_ignore_ascii_case("application/json")
+                    || media.eq_ignore_ascii_case("application/*")
+                {
+                    accepts.json = true;
+                }
+                if media.eq_ignore_ascii_case("text/event-stream")
+                    || media.eq_ignore_ascii_case("text/*")
+                {
+                    accepts.sse = true;
+                }
+                if media == "*/*" {
+                    accepts.json = true;
+                    accepts.sse = true;
+                }
+            }
+        }
+        if !any {
+            accepts.json = true;
+            accepts.sse = true;
+        }
+        accepts
+    }
+}
+
+/// 415 unless the body is declared `application/json`.
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    if json {
+        Ok(())
+    } else {
+        Err(error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            rpc_error(-32600, "Content-Type must be application/json"),
+        ))
+    }
+}
+
+/// Reads the whole body, refusing more than `limit` bytes (413, checked against
+/// `Content-Length` before reading and again while reading) or a body slower than `timeout`
+/// (408).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, Response> {
+    let too_large = || {
+        let mut response = error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            rpc_error(-32600, "request body too large"),
+        );
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(body, limit);
+    match tokio::time::timeout(timeout, limited.collect()).await {
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            None,
+            rpc_error(-32600, "request body too slow"),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(_)) => Err(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            rpc_error(-32600, "could not read the request body"),
+        )),
+    }
+}
+
+/// The HTTP status of a 2026-07-28 error answer sent as JSON: 404 for an unknown method, 400
+/// for the transport-level errors, 200 for the rest (in-band).
+pub(crate) fn status_of(error: &ErrorObject) -> StatusCode {
+    match error.code {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        ErrorCode::HEADER_MISMATCH
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::PARSE_ERROR
+        | ErrorCode::INVALID_REQUEST => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}

@@ -1,0 +1,381 @@
+//! One sessionful connection (2024-11-05 to 2025-11-25) carried over many HTTP requests.
+//!
+//! A session is one long-lived [`Server::serve`](crate::server::Server::serve) whose transport
+//! is this file. Its reader is fed by POST bodies, after they passed every check. Its writer
+//! routes each [`Outgoing`] by the inbound request it belongs to: to the SSE stream (or the
+//! pending JSON reply) of the POST that carried that request, and everything unrelated
+//! (`list_changed`, `resources/updated`, requests not made for a request) to the session's GET
+//! stream. The client's answers to server requests arrive as new POSTs into the same reader, so
+//! the peer correlates them as on any other transport.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use barrel_mcp_types::{Message, ProtocolVersion, Request, RequestId};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::sse::{self, Attached, EventStream, Limits};
+use crate::Error;
+use crate::transport::{Frame, MessageReader, MessageWriter, Outgoing};
+
+/// The GET stream's number.
+pub(crate) const GET_STREAM: u64 = 0;
+
+/// One session.
+#[derive(Debug)]
+pub(crate) struct HttpSession {
+    pub(crate) id: String,
+    pub(crate) principal: Option<String>,
+    inbound: Mutex<Option<mpsc::Sender<Frame>>>,
+    routing: Mutex<Routing>,
+    limits: Limits,
+    retained_streams: usize,
+    /// Cancelled to end the session at once (DELETE, timeouts, a failed `initialize`).
+    pub(crate) kill: CancellationToken,
+    initialized: AtomicBool,
+    last_seen: Mutex<Instant>,
+}
+
+#[derive(Debug)]
+struct Routing {
+    /// The `initialize` that created the session, until it is answered.
+    init_request: Option<RequestId>,
+    by_request: HashMap<RequestId, Route>,
+    streams: BTreeMap<u64, EventStream>,
+    next_stream: u64,
+}
+
+#[derive(Debug)]
+enum Route {
+    Stream(u64),
+    Json(oneshot::Sender<Message>),
+}
+
+/// How a request POST wants its answer.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    Stream(Attached),
+    Json(oneshot::Receiver<Message>),
+}
+
+/// Why a message could not be handed to the session.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// A request with this id is still in flight in this session.
+    DuplicateId,
+    /// The session has ended.
+    Ended,
+}
+
+impl HttpSession {
+    pub(crate) fn new(
+        id: String,
+        principal: Option<String>,
+        limits: Limits,
+        retained_streams: usize,
+        inbound: mpsc::Sender<Frame>,
+    ) -> Self {
+        Self {
+            id,
+            principal,
+            inbound: Mutex::new(Some(inbound)),
+            routing: Mutex::new(Routing {
+                init_request: None,
+                by_request: HashMap::new(),
+                streams: BTreeMap::new(),
+                next_stream: GET_STREAM + 1,
+            }),
+            limits,
+            retained_streams,
+            kill: CancellationToken::new(),
+            initialized: AtomicBool::new(false),
+            last_seen: Mutex::new(Instant::now()),
+        }
+    }
+
+    fn routing(&self) -> MutexGuard<'_, Routing> {
+        self.routing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// True once the client sent `notifications/initialized`.
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// Records that the session was used now.
+    pub(crate) fn touch(&self) {
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    pub(crate) fn last_seen(&self) -> Instant {
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// True while a request runs or a reader is attached to a stream.
+    pub(crate) fn is_busy(&self) -> bool {
+        let routing = self.routing();
+        !routing.by_request.is_empty() || routing.streams.values().any(|s| s.has_live_reader())
+    }
+
+    /// Marks `id` as the `initialize` request that opened the session.
+    pub(crate) fn set_init_request(&self, id: RequestId) {
+        self.routing().init_request = Some(id);
+    }
+
+    /// Hands a request to the session; its answer comes through the returned [`Reply`].
+    pub(crate) async fn request(&self, request: Request, stream: bool) -> Result<Reply, Refused> {
+        let id = request.id.clone();
+        let reply = {
+            let mut routing = self.routing();
+            if routing.by_request.contains_key(&id) {
+                return Err(Refused::DuplicateId);
+            }
+            if stream {
+                let number = routing.next_stream;
+                routing.next_stream += 1;
+                let mut events = EventStream::new(number);
+                let attached = events
+                    .attach(None, &self.limits)
+                    .expect("a fresh stream takes a fresh reader");
+                routing.streams.insert(number, events);
+                routing.by_request.insert(id.clone(), Route::Stream(number));
+                forget_old_streams(&mut routing, self.retained_streams);
+                Reply::Stream(attached)
+            } else {
+                let (tx, rx) = oneshot::channel();
+                routing.by_request.insert(id.clone(), Route::Json(tx));
+                Reply::Json(rx)
+            }
+        };
+        if self.feed(Message::Request(request)).await.is_err() {
+            self.routing().by_request.remove(&id);
+            return Err(Refused::Ended);
+        }
+        Ok(reply)
+    }
+
+    /// Hands a notification or a response to the session.
+    pub(crate) async fn deliver(&self, message: Message) -> Result<(), Refused> {
+        if let Message::Notification(notification) = &message {
+            match notification.method.as_str() {
+                "notifications/initialized" => self.initialized.store(true, Ordering::Release),
+                // The handler is aborted by the peer; its stream ends here without a response.
+                "notifications/cancelled" => {
+                    let id = notification
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("requestId"))
+                        .and_then(RequestId::from_value);
+                    if let Some(id) = id {
+                        self.end_request(&id);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.feed(message).await
+    }
+
+    async fn feed(&self, message: Message) -> Result<(), Refused> {
+        let inbound = self
+            .inbound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let inbound = inbound.ok_or(Refused::Ended)?;
+        inbound.send(Ok(message)).await.map_err(|_| Refused::Ended)
+    }
+
+    /// Forgets a request: its stream (or JSON reply) ends without a response.
+    fn end_request(&self, id: &RequestId) {
+        let mut routing = self.routing();
+        if let Some(Route::Stream(number)) = routing.by_request.remove(id)
+            && let Some(stream) = routing.streams.get_mut(&number)
+        {
+            stream.finish();
+        }
+    }
+
+    /// Attaches a GET reader: to the GET stream, or, with `Last-Event-ID`, to the stream it
+    /// names, replaying what followed it. `Err(true)` means the GET stream already has a reader,
+    /// `Err(false)` a cursor from the future.
+    pub(crate) fn attach(&self, cursor: Option<(u64, u64)>) -> Result<Attached, bool> {
+        let mut routing = self.routing();
+        let limits = self.limits;
+        match cursor {
+            None => {
+                let stream = routing
+                    .streams
+                    .entry(GET_STREAM)
+                    .or_insert_with(|| EventStream::new(GET_STREAM));
+                if stream.has_live_reader() {
+                    return Err(true);
+                }
+                stream.attach(None, &limits).ok_or(false)
+            }
+            Some((number, seq)) => match routing.streams.get_mut(&number) {
+                Some(stream) => stream.attach(Some(seq), &limits).ok_or(false),
+                None => Ok(Attached {
+                    initial: vec![sse::truncated_notice(number, seq, None)],
+                    live: None,
+                }),
+            },
+        }
+    }
+
+    /// Ends the input: requests already handed over finish and are answered, then the session
+    /// ends (graceful shutdown).
+    pub(crate) fn end_input(&self) {
+        self.inbound
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
+    /// Ends every stream and forgets every route. Called when the connection has ended.
+    pub(crate) fn finish_all(&self) {
+        let mut routing = self.routing();
+        routing.by_request.clear();
+        for stream in routing.streams.values_mut() {
+            stream.finish();
+        }
+    }
+
+    /// Routes one outgoing message (the writer half).
+    fn route(&self, outgoing: Outgoing) {
+        let mut routing = self.routing();
+        let message = outgoing.message;
+        let answers = match &message {
+            Message::Response(response) => response.id.clone(),
+            _ => None,
+        };
+        if answers.is_some() && answers == routing.init_request {
+            routing.init_request = None;
+            self.on_initialize_answer(&message);
+        }
+        let limits = self.limits;
+        if let Some(id) = &outgoing.related {
+            if answers.as_ref() == Some(id) {
+                match routing.by_request.remove(id) {
+                    Some(Route::Stream(number)) => {
+                        if let Some(stream) = routing.streams.get_mut(&number) {
+                            stream.push(&message, &limits);
+                            stream.finish();
+                        }
+                    }
+                    Some(Route::Json(reply)) => {
+                        let _ = reply.send(message);
+                    }
+                    None => tracing::debug!(%id, "response for a forgotten request dropped"),
+                }
+                return;
+            }
+            match routing.by_request.get(id) {
+                Some(Route::Stream(number)) => {
+                    let number = *number;
+                    if let Some(stream) = routing.streams.get_mut(&number) {
+                        stream.push(&message, &limits);
+                    }
+                    return;
+                }
+                // A JSON reply carries one message: the rest goes to the GET stream.
+                Some(Route::Json(_)) => {}
+                None => {
+                    tracing::debug!(%id, "message for a finished request dropped");
+                    return;
+                }
+            }
+        }
+        if answers.is_some() {
+            tracing::debug!("a response is never sent on the GET stream; dropped");
+            return;
+        }
+        routing
+            .streams
+            .entry(GET_STREAM)
+            .or_insert_with(|| EventStream::new(GET_STREAM))
+            .push(&message, &limits);
+    }
+
+    /// A session whose `initialize` failed is ended once the answer is out.
+    fn on_initialize_answer(&self, message: &Message) {
+        let Message::Response(response) = message else {
+            return;
+        };
+        let version = response
+            .outcome
+            .as_ref()
+            .ok()
+            .and_then(|result| result.get("protocolVersion"))
+            .and_then(|v| v.as_str())
+            .and_then(ProtocolVersion::parse);
+        if version.is_none() {
+            tracing::debug!(session = %self.id, "initialize failed; the session ends");
+            self.kill.cancel();
+        }
+    }
+}
+
+/// Forgets the oldest finished streams nobody reads beyond the retention bound.
+fn forget_old_streams(routing: &mut Routing, retained: usize) {
+    while routing.streams.len() > retained.max(1) + 1 {
+        let oldest = routing
+            .streams
+            .iter()
+            .find(|(number, s)| **number != GET_STREAM && s.is_finished() && !s.has_live_reader())
+            .map(|(number, _)| *number);
+        match oldest {
+            Some(number) => {
+                routing.streams.remove(&number);
+            }
+            None => break,
+        }
+    }
+}
+
+/// The reading half of a session's transport: messages POSTed to it.
+#[derive(Debug)]
+pub(crate) struct SessionReader {
+    pub(crate) inbound: mpsc::Receiver<Frame>,
+}
+
+impl MessageReader for SessionReader {
+    async fn recv(&mut self) -> Result<Option<Frame>, Error> {
+        Ok(self.inbound.recv().await)
+    }
+}
+
+/// The writing half of a session's transport: routes messages to streams.
+#[derive(Debug)]
+pub(crate) struct SessionWriter {
+    pub(crate) session: Arc<HttpSession>,
+}
+
+impl MessageWriter for SessionWriter {
+    async fn send(&mut self, message: Message) -> Result<(), Error> {
+        self.session.route(Outgoing {
+            message,
+            related: None,
+        });
+        Ok(())
+    }
+
+    async fn send_outgoing(&mut self, outgoing: Outgoing) -> Result<(), Error> {
+        self.session.route(outgoing);
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<(), Error> {
+        self.session.finish_all();
+        Ok(())
+    }
+}

@@ -1,0 +1,237 @@
+//! POST, GET and DELETE for the sessionful revisions (2024-11-05 to 2025-11-25).
+//!
+//! `initialize` without `Mcp-Session-Id` creates a session and names it in the response
+//! header; every later request must carry the id (400 without it, 404 when it is unknown,
+//! ended, or belongs to another principal). A request is answered with an SSE stream when the
+//! client accepts one (and [`HttpConfig::json_response`](super::HttpConfig::json_response) is
+//! off), else with one JSON body; notifications and responses get 202. GET opens the session's
+//! stream for server-initiated messages, or resumes any stream with `Last-Event-ID`; DELETE
+//! ends the session.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use barrel_mcp_types::{ErrorObject, Message, ProtocolVersion};
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, StatusCode};
+use serde_json::Value;
+
+use super::State;
+use super::reply::{self, Accepts};
+use super::session::{HttpSession, Refused, Reply};
+use super::sessions::CreateError;
+use super::sse;
+
+/// POST of a message that belongs to a session (or `initialize`, which opens one).
+pub(crate) async fn post(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    accepts: Accepts,
+    body: Value,
+) -> Response {
+    let message = match barrel_mcp_types::jsonrpc::decode_value(body) {
+        Ok(message) => message,
+        Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
+    };
+    if let Err(response) = check_version(&parts.headers) {
+        return response;
+    }
+    let opens = matches!(&message, Message::Request(r) if r.method == "initialize")
+        && !parts.headers.contains_key(reply::SESSION_ID);
+    let session = if opens {
+        match open(state, parts) {
+            Ok(session) => session,
+            Err(response) => return response,
+        }
+    } else {
+        match lookup(state, parts) {
+            Ok(session) => session,
+            Err(response) => return response,
+        }
+    };
+    if let Message::Request(request) = &message
+        && opens
+    {
+        session.set_init_request(request.id.clone());
+    }
+    session.touch();
+    let mut response = match message {
+        Message::Request(request) => {
+            let id = request.id.clone();
+            let stream = accepts.sse && !(state.config.json_response && accepts.json);
+            match session.request(request, stream).await {
+                Ok(Reply::Stream(attached)) => reply::event_stream(sse::body(
+                    attached.initial,
+                    attached.live,
+                    |event: Bytes| event,
+                    state.config.keep_alive,
+                    None,
+                )),
+                Ok(Reply::Json(answer)) => match answer.await {
+                    Ok(message) => reply::json(StatusCode::OK, &message),
+                    // Cancelled, or the session ended before answering.
+                    Err(_) => reply::empty(StatusCode::NO_CONTENT),
+                },
+                Err(Refused::DuplicateId) => reply::error(
+                    StatusCode::BAD_REQUEST,
+                    Some(id),
+                    ErrorObject::invalid_request(
+                        "duplicate request id: a request with this id is still in flight",
+                    ),
+                ),
+                Err(Refused::Ended) => not_found(),
+            }
+        }
+        other => match session.deliver(other).await {
+            Ok(()) => reply::empty(StatusCode::ACCEPTED),
+            Err(_) => not_found(),
+        },
+    };
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(reply::SESSION_ID, value);
+    }
+    response
+}
+
+/// GET: the session's stream for server-initiated messages, or a resumed stream.
+pub(crate) fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response {
+    if !Accepts::of(&parts.headers).sse {
+        return reply::error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            reply::rpc_error(-32600, "Accept must list text/event-stream"),
+        );
+    }
+    if let Err(response) = check_version(&parts.headers) {
+        return response;
+    }
+    let session = match lookup(state, parts) {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    session.touch();
+    let cursor = match parts.headers.get(reply::LAST_EVENT_ID) {
+        None => None,
+        Some(value) => match value.to_str().ok().and_then(sse::parse_event_id) {
+            Some(cursor) => Some(cursor),
+            None => return bad_request("malformed Last-Event-ID"),
+        },
+    };
+    let attached = match session.attach(cursor) {
+        Ok(attached) => attached,
+        Err(true) => {
+            return reply::error(
+                StatusCode::CONFLICT,
+                None,
+                reply::rpc_error(-32600, "the session's GET stream is already open"),
+            );
+        }
+        Err(false) => return bad_request("Last-Event-ID names an event not sent yet"),
+    };
+    let mut response = reply::event_stream(sse::body(
+        attached.initial,
+        attached.live,
+        |event: Bytes| event,
+        state.config.keep_alive,
+        None,
+    ));
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(reply::SESSION_ID, value);
+    }
+    response
+}
+
+/// DELETE: ends the session at once; its requests are cancelled.
+pub(crate) fn delete(state: &Arc<State>, parts: &http::request::Parts) -> Response {
+    let session = match lookup(state, parts) {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    state.sessions.remove(&session.id);
+    session.kill.cancel();
+    reply::empty(StatusCode::OK)
+}
+
+/// Creates a session for an `initialize`.
+fn open(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
+    let principal = state
+        .config
+        .principal
+        .as_ref()
+        .and_then(|p| p.resolve(parts));
+    state
+        .sessions
+        .create(&state.server, &state.config, principal)
+        .map_err(|error| match error {
+            CreateError::Full | CreateError::ShuttingDown => {
+                let mut response = reply::error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    None,
+                    reply::rpc_error(-32603, "too many sessions; try again later"),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                response
+            }
+            CreateError::NoRandomness => reply::error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                None,
+                reply::rpc_error(-32603, "internal error"),
+            ),
+        })
+}
+
+/// The session the request names: 400 without an id, 404 when it is unknown or belongs to
+/// another principal (the two are indistinguishable).
+fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
+    let Some(id) = parts.headers.get(reply::SESSION_ID) else {
+        return Err(bad_request("Mcp-Session-Id header is required"));
+    };
+    let session = id
+        .to_str()
+        .ok()
+        .and_then(|id| state.sessions.get(id))
+        .ok_or_else(not_found)?;
+    if let Some(resolver) = &state.config.principal
+        && resolver.resolve(parts) != session.principal
+    {
+        return Err(not_found());
+    }
+    Ok(session)
+}
+
+/// 400 unless a present `MCP-Protocol-Version` names a sessionful revision we speak. A missing
+/// header means the version the session negotiated.
+fn check_version(headers: &HeaderMap) -> Result<(), Response> {
+    let Some(value) = headers.get(reply::PROTOCOL_VERSION) else {
+        return Ok(());
+    };
+    let known = value
+        .to_str()
+        .ok()
+        .and_then(ProtocolVersion::parse)
+        .is_some_and(|v| !v.is_stateless());
+    if known {
+        Ok(())
+    } else {
+        Err(bad_request("unsupported MCP-Protocol-Version"))
+    }
+}
+
+fn bad_request(message: &str) -> Response {
+    reply::error(
+        StatusCode::BAD_REQUEST,
+        None,
+        reply::rpc_error(-32600, message),
+    )
+}
+
+fn not_found() -> Response {
+    reply::error(
+        StatusCode::NOT_FOUND,
+        None,
+        reply::rpc_error(-32600, "Session not found"),
+    )
+}

@@ -1,0 +1,154 @@
+//! The table of live sessions: creation under a cap, lookup, and each session's task and
+//! watchdog (idle TTL, initialization timeout).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use base64::Engine;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+
+use super::config::HttpConfig;
+use super::session::{HttpSession, SessionReader, SessionWriter};
+use super::sse::Limits;
+use crate::server::Server;
+
+/// Why a session could not be created.
+#[derive(Debug)]
+pub(crate) enum CreateError {
+    /// [`HttpConfig::max_sessions`] are live.
+    Full,
+    /// The OS random source failed; no id is minted without it.
+    NoRandomness,
+    /// The server is shutting down.
+    ShuttingDown,
+}
+
+/// Every live session, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    map: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// The sessions' tasks, so shutdown can wait for them.
+    pub(crate) tasks: TaskTracker,
+}
+
+impl Sessions {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.map().get(id).cloned()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.map().remove(id)
+    }
+
+    /// Creates a session and starts serving it.
+    pub(crate) fn create(
+        self: &Arc<Self>,
+        server: &Server,
+        config: &HttpConfig,
+        principal: Option<String>,
+    ) -> Result<Arc<HttpSession>, CreateError> {
+        if self.tasks.is_closed() {
+            return Err(CreateError::ShuttingDown);
+        }
+        let id = new_session_id().ok_or(CreateError::NoRandomness)?;
+        let (tx, rx) = mpsc::channel(config.session_inbound_queue.max(1));
+        let limits = Limits {
+            queue: config.stream_queue,
+            replay_events: config.replay_events,
+            replay_bytes: config.replay_bytes,
+            retry: config.sse_retry,
+        };
+        let session = Arc::new(HttpSession::new(
+            id.clone(),
+            principal,
+            limits,
+            config.retained_streams,
+            tx,
+        ));
+        {
+            let mut map = self.map();
+            if map.len() >= config.max_sessions {
+                return Err(CreateError::Full);
+            }
+            map.insert(id, Arc::clone(&session));
+        }
+        let transport = (
+            SessionReader { inbound: rx },
+            SessionWriter {
+                session: Arc::clone(&session),
+            },
+        );
+        let server = server.clone();
+        let sessions = Arc::clone(self);
+        let watched = Arc::clone(&session);
+        let (idle, init) = (config.session_idle_timeout, config.init_timeout);
+        self.tasks.spawn(async move {
+            let serve = server.serve(transport);
+            tokio::select! {
+                result = serve => {
+                    if let Err(error) = result {
+                        tracing::debug!(%error, "session connection failed");
+                    }
+                }
+                () = watched.kill.cancelled() => {}
+                () = watchdog(&watched, idle, init) => {}
+            }
+            watched.finish_all();
+            sessions.remove(&watched.id);
+            tracing::debug!(session = %watched.id, "session ended");
+        });
+        Ok(session)
+    }
+
+    /// Ends the input of every session: requests running finish and are answered, then the
+    /// sessions end. No session is created afterwards.
+    pub(crate) fn shutdown(&self) {
+        self.tasks.close();
+        for session in self.map().values() {
+            session.end_input();
+        }
+    }
+}
+
+/// Resolves when the session should be closed: never initialized within `init`, or idle (no
+/// request running, no reader attached) for `idle`.
+async fn watchdog(session: &HttpSession, idle: std::time::Duration, init: std::time::Duration) {
+    let created = Instant::now();
+    loop {
+        let deadline = if session.is_initialized() {
+            session.last_seen() + idle
+        } else {
+            created + init
+        };
+        tokio::time::sleep_until(deadline).await;
+        let now = Instant::now();
+        if !session.is_initialized() {
+            if now >= created + init {
+                tracing::debug!(session = %session.id, "session never initialized; closed");
+                return;
+            }
+        } else if session.is_busy() {
+            session.touch();
+        } else if now >= session.last_seen() + idle {
+            tracing::debug!(session = %session.id, "session idle; closed");
+            return;
+        }
+    }
+}
+
+/// A session id: 192 bits from the OS random source, base64url (visible ASCII only).
+fn new_session_id() -> Option<String> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}

@@ -1,0 +1,279 @@
+//! Server-sent event streams: event framing, the per-stream replay buffer, and the response
+//! body that writes a stream with keep-alive comments.
+//!
+//! # Event ids and replay
+//!
+//! Each stream of a session has a number (`0` is the session's GET stream, POST streams count
+//! from 1), and each event on it a sequence number; the SSE id is `stream.seq`, so ids are
+//! unique across the session and a `Last-Event-ID` names exactly one stream. A stream starts with
+//! a priming event (`id: s.0`, `retry:`, empty `data:`), so the client has an id to resume from
+//! before the first message. Every event is kept in a replay buffer bounded in events and
+//! bytes; a resume replays only the named stream, from the buffer. When the cursor is older than
+//! the buffer, the replay starts with a `notifications/replay_truncated` notification naming the
+//! first event still available, then goes on with what is left.
+//!
+//! # Slow readers
+//!
+//! The live reader of a stream gets events through a bounded queue. Writing never waits for a
+//! reader: when the queue is full the live stream is ended (its body finishes after what is
+//! queued), and the events stay in the replay buffer, so the client resumes with
+//! `Last-Event-ID`. Memory per stream is therefore bounded by the queue plus the replay buffer.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use barrel_mcp_types::Message;
+use bytes::Bytes;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::DropGuard;
+
+/// The bounds of one stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) queue: usize,
+    pub(crate) replay_events: usize,
+    pub(crate) replay_bytes: usize,
+    pub(crate) retry: Duration,
+}
+
+/// A stream of one session: its replay buffer and its live reader, if any.
+#[derive(Debug)]
+pub(crate) struct EventStream {
+    id: u64,
+    next_seq: u64,
+    replay: VecDeque<(u64, Bytes)>,
+    replay_bytes: usize,
+    live: Option<mpsc::Sender<Bytes>>,
+    finished: bool,
+}
+
+/// What a reader gets when it attaches to a stream: events to write first, then live ones.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    pub(crate) initial: Vec<Bytes>,
+    pub(crate) live: Option<mpsc::Receiver<Bytes>>,
+}
+
+impl EventStream {
+    pub(crate) fn new(id: u64) -> Self {
+        Self {
+            id,
+            next_seq: 1,
+            replay: VecDeque::new(),
+            replay_bytes: 0,
+            live: None,
+            finished: false,
+        }
+    }
+
+    /// True while a reader is attached and keeping up.
+    pub(crate) fn has_live_reader(&self) -> bool {
+        self.live.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+
+    /// True once the stream's last event (its response) was written.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Attaches a new reader, replacing any other. `after` is the sequence number of the last
+    /// event the reader saw (from `Last-Event-ID`); `None` starts the stream with its priming
+    /// event. Returns `None` when `after` is in the future (a forged cursor).
+    pub(crate) fn attach(&mut self, after: Option<u64>, limits: &Limits) -> Option<Attached> {
+        let mut initial = Vec::new();
+        match after {
+            None => initial.push(self.priming(limits.retry)),
+            Some(after) if after >= self.next_seq => return None,
+            Some(after) => {
+                let first = self.replay.front().map_or(self.next_seq, |(seq, _)| *seq);
+                if after + 1 < first {
+                    initial.push(truncated_notice(self.id, after, Some(first)));
+                }
+                initial.extend(
+                    self.replay
+                        .iter()
+                        .filter(|(seq, _)| *seq > after)
+                        .map(|(_, event)| event.clone()),
+                );
+            }
+        }
+        let live = if self.finished {
+            self.live = None;
+            None
+        } else {
+            let (tx, rx) = mpsc::channel(limits.queue.max(1));
+            self.live = Some(tx);
+            Some(rx)
+        };
+        Some(Attached { initial, live })
+    }
+
+    /// Writes one message: to the replay buffer, and to the live reader when it keeps up.
+    pub(crate) fn push(&mut self, message: &Message, limits: &Limits) {
+        if self.finished {
+            return;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let event = Bytes::from(format!(
+            "id: {}.{seq}\nevent: message\ndata: {}\n\n",
+            self.id,
+            message.to_json()
+        ));
+        self.replay_bytes += event.len();
+        self.replay.push_back((seq, event.clone()));
+        while self.replay.len() > limits.replay_events
+            || (self.replay_bytes > limits.replay_bytes && self.replay.len() > 1)
+        {
+            if let Some((_, old)) = self.replay.pop_front() {
+                self.replay_bytes -= old.len();
+            }
+        }
+        if let Some(live) = &self.live {
+            match live.try_send(event) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::debug!(stream = self.id, "slow SSE reader: live stream ended");
+                    self.live = None;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => self.live = None,
+            }
+        }
+    }
+
+    /// Ends the stream: no more events; the live reader ends after what is queued.
+    pub(crate) fn finish(&mut self) {
+        self.finished = true;
+        self.live = None;
+    }
+
+    fn priming(&self, retry: Duration) -> Bytes {
+        Bytes::from(format!(
+            "id: {}.0\nretry: {}\ndata: \n\n",
+            self.id,
+            retry.as_millis()
+        ))
+    }
+}
+
+/// The notice that starts a replay whose cursor is older than what the stream kept (`first` is
+/// the oldest event still available; `None` when nothing of the stream is kept any more).
+pub(crate) fn truncated_notice(stream: u64, after: u64, first: Option<u64>) -> Bytes {
+    let notice = Message::notification(
+        "notifications/replay_truncated",
+        Some(json!({
+            "lastEventId": format!("{stream}.{after}"),
+            "firstAvailableEventId": first.map(|first| format!("{stream}.{first}")),
+        })),
+    );
+    Bytes::from(format!("event: message\ndata: {}\n\n", notice.to_json()))
+}
+
+/// Parses a `Last-Event-ID` of the form `stream.seq`.
+pub(crate) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
+    if text.len() > 41 {
+        return None;
+    }
+    let (stream, seq) = text.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(stream) || !digits(seq) {
+        return None;
+    }
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+/// Frames one message as an SSE event without an id (2026-07-28 streams are not resumable).
+pub(crate) fn plain_event(message: &Message) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {}\n\n", message.to_json()))
+}
+
+/// The body of an SSE response: `initial` events, then live ones (framed by `frame`) until the
+/// sender is gone, with a `:` comment whenever the stream was idle for `keep_alive`. `guard` is
+/// dropped with the body (the client went away, or the stream ended).
+pub(crate) fn body<T: Send + 'static>(
+    initial: Vec<Bytes>,
+    live: Option<mpsc::Receiver<T>>,
+    frame: fn(T) -> Bytes,
+    keep_alive: Duration,
+    guard: Option<DropGuard>,
+) -> Body {
+    struct State<T> {
+        initial: VecDeque<Bytes>,
+        live: Option<mpsc::Receiver<T>>,
+        frame: fn(T) -> Bytes,
+        keep_alive: Duration,
+        _guard: Option<DropGuard>,
+    }
+    let state = State {
+        initial: initial.into(),
+        live,
+        frame,
+        keep_alive,
+        _guard: guard,
+    };
+    let stream = futures_util::stream::unfold(state, |mut state| async move {
+        if let Some(event) = state.initial.pop_front() {
+            return Some((Ok::<_, Infallible>(event), state));
+        }
+        let live = state.live.as_mut()?;
+        let next = tokio::select! {
+            item = live.recv() => (state.frame)(item?),
+            () = tokio::time::sleep(state.keep_alive) => Bytes::from_static(b":\n\n"),
+        };
+        Some((Ok(next), state))
+    });
+    Body::from_stream(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            queue: 2,
+            replay_events: 3,
+            replay_bytes: 1 << 20,
+            retry: Duration::from_millis(500),
+        }
+    }
+
+    #[test]
+    fn resume_replays_only_what_followed() {
+        let mut stream = EventStream::new(7);
+        let limits = limits();
+        let attached = stream.attach(None, &limits).expect("fresh stream");
+        assert!(String::from_utf8_lossy(&attached.initial[0]).starts_with("id: 7.0\nretry: 500"));
+        for n in 0..5 {
+            stream.push(&Message::notification(format!("n{n}"), None), &limits);
+        }
+        // The queue held two events; the reader fell behind and was cut off.
+        assert!(!stream.has_live_reader());
+        let resumed = stream.attach(Some(3), &limits).expect("known cursor");
+        let texts: Vec<String> = resumed
+            .initial
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect();
+        assert_eq!(texts.len(), 2);
+        assert!(texts[0].starts_with("id: 7.4\n"));
+        assert!(texts[1].starts_with("id: 7.5\n"));
+        // Event 1 fell out of the window of three.
+        let old = stream.attach(Some(0), &limits).expect("old cursor");
+        assert!(String::from_utf8_lossy(&old.initial[0]).contains("replay_truncated"));
+        assert_eq!(old.initial.len(), 4);
+        assert!(stream.attach(Some(9), &limits).is_none());
+    }
+
+    #[test]
+    fn event_ids_parse_strictly() {
+        assert_eq!(parse_event_id("3.14"), Some((3, 14)));
+        assert_eq!(parse_event_id("3"), None);
+        assert_eq!(parse_event_id("-1.2"), None);
+        assert_eq!(parse_event_id("1.2.3"), None);
+        assert_eq!(parse_event_id(&"9".repeat(100)), None);
+    }
+}

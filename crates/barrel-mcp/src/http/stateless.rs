@@ -1,0 +1,270 @@
+//! 2026-07-28 requests: one POST, one short-lived connection, no session.
+//!
+//! A POST whose body claims a revision in `params._meta` is checked against its headers
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), then served by a connection of its own:
+//! the reader yields the one request, and ends once the response is written (or the server shuts
+//! down); the peer's drain rule answers it and ends. The answer is one JSON body, unless the
+//! handler sends a notification first (progress, logs, a subscription's acknowledgement): then
+//! it becomes an SSE stream of that request's messages, ending with the response. When the
+//! client goes away (the response body is dropped), the connection is closed and the handler
+//! cancelled.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use barrel_mcp_types::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY};
+use barrel_mcp_types::{ErrorCode, ErrorObject, Message, ProtocolVersion, Request};
+use base64::Engine;
+use http::{HeaderMap, HeaderName, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::State;
+use super::reply::{self, Accepts};
+use super::sse;
+use crate::Error;
+use crate::transport::{Frame, MessageReader, MessageWriter, Outgoing};
+
+/// True when the body claims a revision in `params._meta` (the 2026-07-28 envelope).
+pub(crate) fn claims_version(body: &Value) -> bool {
+    meta(body).is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_KEY))
+}
+
+fn meta(body: &Value) -> Option<&serde_json::Map<String, Value>> {
+    body.get("params")?.get("_meta")?.as_object()
+}
+
+/// Serves one enveloped POST body.
+pub(crate) async fn post(
+    state: &Arc<State>,
+    headers: &HeaderMap,
+    accepts: Accepts,
+    body: Value,
+) -> Response {
+    if let Err(error) = check(headers, &body) {
+        return reply::error(StatusCode::BAD_REQUEST, request_id(&body), error);
+    }
+    let request = match barrel_mcp_types::jsonrpc::decode_value(body) {
+        Ok(Message::Request(request)) => request,
+        // Notifications have no meaning over 2026-07-28 HTTP: accepted and dropped.
+        Ok(_) => return reply::empty(StatusCode::ACCEPTED),
+        Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
+    };
+    serve(state, accepts, request).await
+}
+
+fn request_id(body: &Value) -> Option<barrel_mcp_types::RequestId> {
+    body.get("id")
+        .and_then(barrel_mcp_types::RequestId::from_value)
+}
+
+/// The header and envelope checks, in the order of the spec's ingress rules.
+fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
+    let meta = meta(body).expect("checked by claims_version");
+    let method = body.get("method").and_then(Value::as_str).unwrap_or("");
+    let is_request = body.get("id").is_some();
+    let Some(claim) = meta.get(PROTOCOL_VERSION_KEY).and_then(Value::as_str) else {
+        return Err(invalid_meta(PROTOCOL_VERSION_KEY, "must be a string"));
+    };
+    match meta.get(CLIENT_CAPABILITIES_KEY) {
+        Some(Value::Object(_)) => {}
+        Some(_) => return Err(invalid_meta(CLIENT_CAPABILITIES_KEY, "must be an object")),
+        None => return Err(invalid_meta(CLIENT_CAPABILITIES_KEY, "is required")),
+    }
+    let version_header = header(headers, &reply::PROTOCOL_VERSION)?;
+    if version_header.as_deref().is_some_and(|h| h != claim) {
+        return Err(mismatch(
+            "MCP-Protocol-Version differs from the body's protocol version",
+        ));
+    }
+    let method_header = header(headers, &reply::METHOD)?;
+    if method_header.as_deref().is_some_and(|h| h != method) {
+        return Err(mismatch("Mcp-Method differs from the body's method"));
+    }
+    if !ProtocolVersion::parse(claim).is_some_and(ProtocolVersion::is_stateless) {
+        let supported: Vec<&str> = ProtocolVersion::ALL
+            .iter()
+            .rev()
+            .map(|v| v.as_str())
+            .collect();
+        return Err(ErrorObject::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(json!({ "supported": supported, "requested": claim })));
+    }
+    if !is_request {
+        return Ok(());
+    }
+    if version_header.is_none() {
+        return Err(mismatch("MCP-Protocol-Version header is required"));
+    }
+    if method_header.is_none() {
+        return Err(mismatch("Mcp-Method header is required"));
+    }
+    let named = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(field) = named {
+        let expected = body
+            .get("params")
+            .and_then(|p| p.get(field))
+            .and_then(Value::as_str);
+        let given = header(headers, &reply::NAME)?.map(|h| decode_sentinel(&h));
+        match (expected, given) {
+            (Some(expected), Some(Some(given))) if expected == given => {}
+            (_, None) => return Err(mismatch("Mcp-Name header is required")),
+            _ => return Err(mismatch("Mcp-Name differs from the body")),
+        }
+    }
+    Ok(())
+}
+
+/// One header's value: absent, or present once with visible ASCII (else -32020).
+fn header(headers: &HeaderMap, name: &HeaderName) -> Result<Option<String>, ErrorObject> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(mismatch(&format!("duplicated {name} header")));
+    }
+    let text = first
+        .to_str()
+        .map_err(|_| mismatch(&format!("{name} has invalid characters")))?;
+    Ok(Some(text.to_owned()))
+}
+
+/// Decodes the `=?base64?…?=` form of a header value; plain values pass unchanged.
+fn decode_sentinel(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+    {
+        Some(encoded) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+fn mismatch(message: &str) -> ErrorObject {
+    ErrorObject::new(ErrorCode::HEADER_MISMATCH, message)
+}
+
+fn invalid_meta(key: &str, problem: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!("invalid params: _meta[{key:?}] {problem}"))
+}
+
+/// Runs the request on a connection of its own and answers it.
+async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Response {
+    let (tx, mut rx) = mpsc::channel(state.config.stream_queue.max(1));
+    let answered = CancellationToken::new();
+    let reader = OnceReader {
+        request: Some(request.clone()),
+        answered: answered.clone(),
+        shutdown: state.shutdown.clone(),
+    };
+    let writer = ChannelWriter {
+        tx,
+        id: request.id.clone(),
+        answered,
+    };
+    let close = CancellationToken::new();
+    let closed = close.clone();
+    let server = state.server.clone();
+    state.tasks.spawn(async move {
+        tokio::select! {
+            _ = server.serve((reader, writer)) => {}
+            () = closed.cancelled() => {}
+        }
+    });
+    // Dropping this (the client went away, or the answer is complete) closes the connection.
+    let guard = close.drop_guard();
+    let mut first = rx.recv().await;
+    if !accepts.sse {
+        while let Some(Message::Notification(_)) = first {
+            first = rx.recv().await;
+        }
+    }
+    match first {
+        Some(Message::Response(response)) => {
+            let status = match &response.outcome {
+                Ok(_) => StatusCode::OK,
+                Err(error) => reply::status_of(error),
+            };
+            reply::json(status, &Message::Response(response))
+        }
+        Some(message) => reply::event_stream(sse::body(
+            vec![sse::plain_event(&message)],
+            Some(rx),
+            |message: Message| sse::plain_event(&message),
+            state.config.keep_alive,
+            Some(guard),
+        )),
+        None => reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(request.id),
+            ErrorObject::internal("the request was not answered"),
+        ),
+    }
+}
+
+/// Yields the one request, then ends once it is answered or the server shuts down.
+struct OnceReader {
+    request: Option<Request>,
+    answered: CancellationToken,
+    shutdown: CancellationToken,
+}
+
+impl MessageReader for OnceReader {
+    async fn recv(&mut self) -> Result<Option<Frame>, Error> {
+        if let Some(request) = self.request.take() {
+            return Ok(Some(Ok(Message::Request(request))));
+        }
+        tokio::select! {
+            () = self.answered.cancelled() => {}
+            () = self.shutdown.cancelled() => {}
+        }
+        Ok(None)
+    }
+}
+
+/// Hands the connection's messages to the HTTP answer, and notes when the response went out.
+struct ChannelWriter {
+    tx: mpsc::Sender<Message>,
+    id: barrel_mcp_types::RequestId,
+    answered: CancellationToken,
+}
+
+impl MessageWriter for ChannelWriter {
+    async fn send(&mut self, message: Message) -> Result<(), Error> {
+        self.send_outgoing(Outgoing {
+            message,
+            related: None,
+        })
+        .await
+    }
+
+    async fn send_outgoing(&mut self, outgoing: Outgoing) -> Result<(), Error> {
+        let is_answer = matches!(&outgoing.message,
+            Message::Response(r) if r.id.as_ref() == Some(&self.id));
+        // A gone client is the end of this connection, not an error of the transport.
+        let _ = self.tx.send(outgoing.message).await;
+        if is_answer {
+            self.answered.cancel();
+        }
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<(), Error> {
+        self.answered.cancel();
+        Ok(())
+    }
+}

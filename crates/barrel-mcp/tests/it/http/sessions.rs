@@ -1,0 +1,195 @@
+//! Sessions: status codes, the session id, `MCP-Protocol-Version`, DELETE, the cap, the idle
+//! TTL, the initialization timeout and binding to a principal.
+
+use std::time::Duration;
+
+use barrel_mcp::http::{HttpConfig, PrincipalResolver};
+use http::{Method, StatusCode};
+use serde_json::json;
+
+use super::{SseReader, TestServer, body_json, initialize, session_id};
+
+#[tokio::test]
+async fn lifecycle_status_codes() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut client = server.client();
+    let result = client.initialize().await;
+    assert_eq!(result["result"]["protocolVersion"], "2025-11-25");
+    let id = client.session.clone().expect("session");
+    assert!(
+        id.len() >= 22 && id.bytes().all(|b| (0x21..=0x7e).contains(&b)),
+        "{id}"
+    );
+
+    // JSON when the client takes only JSON.
+    let tools = client.call_json(2, "tools/list", json!({})).await;
+    assert!(tools["result"]["tools"].is_array());
+
+    // A request without the session id: 400; with an unknown one: 404.
+    let mut anonymous = client.clone();
+    anonymous.session = None;
+    let ping = json!({"jsonrpc":"2.0","id":3,"method":"ping"});
+    assert_eq!(
+        anonymous.post(&ping).await.status(),
+        StatusCode::BAD_REQUEST
+    );
+    anonymous.session = Some("not-a-session".into());
+    assert_eq!(anonymous.post(&ping).await.status(), StatusCode::NOT_FOUND);
+
+    // MCP-Protocol-Version: any sessionful revision passes, an unknown one is 400.
+    let old = client
+        .post_with(&ping, &[("mcp-protocol-version", "2025-03-26")])
+        .await;
+    assert_eq!(old.status(), StatusCode::OK);
+    let bogus = client
+        .post_with(&ping, &[("mcp-protocol-version", "1999-01-01")])
+        .await;
+    assert_eq!(bogus.status(), StatusCode::BAD_REQUEST);
+
+    // A second initialize in the session is refused in-band, the session lives on.
+    let again = client.post(&initialize(4)).await;
+    let error = SseReader::new(again).next_message().await;
+    assert_eq!(error["error"]["code"], -32600);
+
+    // Duplicate in-flight id: the second POST gets 400.
+    let slow = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}});
+    let first = client.post(&slow).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    let duplicate = client.post(&slow).await;
+    assert_eq!(duplicate.status(), StatusCode::BAD_REQUEST);
+
+    // Unsupported methods on the endpoint.
+    assert_eq!(
+        client.send(Method::PUT, &[], None).await.status(),
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+
+    // DELETE ends the session: 200, then 404 for everything.
+    assert_eq!(
+        client.send(Method::DELETE, &[], None).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(client.post(&ping).await.status(), StatusCode::NOT_FOUND);
+    let get = client
+        .send(Method::GET, &[("accept", "text/event-stream")], None)
+        .await;
+    assert_eq!(get.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        client.send(Method::DELETE, &[], None).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(server.http.session_count(), 0);
+}
+
+#[tokio::test]
+async fn sessionless_get_and_delete() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let client = server.client();
+    let get = client
+        .send(Method::GET, &[("accept", "text/event-stream")], None)
+        .await;
+    assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let lost = client
+        .send(
+            Method::DELETE,
+            &[("mcp-protocol-version", "2025-11-25")],
+            None,
+        )
+        .await;
+    assert_eq!(lost.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn session_cap_answers_503() {
+    let config = HttpConfig {
+        max_sessions: 2,
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    for _ in 0..2 {
+        server.client().initialize().await;
+    }
+    let refused = server.client().post(&initialize(1)).await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert!(session_id(refused.headers()).is_none());
+    assert_eq!(server.http.session_count(), 2);
+}
+
+#[tokio::test]
+async fn idle_sessions_and_uninitialized_ones_expire() {
+    let config = HttpConfig {
+        session_idle_timeout: Duration::from_millis(300),
+        init_timeout: Duration::from_millis(200),
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let mut idle = server.client();
+    idle.initialize().await;
+    // Never sends notifications/initialized.
+    let mut lazy = server.client();
+    let response = lazy.post(&initialize(1)).await;
+    lazy.session = session_id(response.headers());
+    drop(response);
+    assert_eq!(server.http.session_count(), 2);
+
+    // Activity keeps a session alive past its TTL.
+    let ping = json!({"jsonrpc":"2.0","id":9,"method":"ping"});
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert_eq!(
+            idle.call_json(9, "ping", json!({})).await["result"],
+            json!({})
+        );
+    }
+    assert_eq!(lazy.post(&ping).await.status(), StatusCode::NOT_FOUND);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(idle.post(&ping).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(server.http.session_count(), 0);
+}
+
+#[tokio::test]
+async fn sessions_are_bound_to_their_principal() {
+    let config = HttpConfig {
+        principal: Some(PrincipalResolver::new(|parts| {
+            parts
+                .headers
+                .get("x-user")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })),
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let client = server.client();
+    let response = client
+        .post_with(&initialize(1), &[("x-user", "alice")])
+        .await;
+    let mut alice = client.clone();
+    alice.session = session_id(response.headers());
+    drop(response);
+    let ping = json!({"jsonrpc":"2.0","id":2,"method":"ping"});
+    let mallory = alice.post_with(&ping, &[("x-user", "mallory")]).await;
+    assert_eq!(mallory.status(), StatusCode::NOT_FOUND);
+    let anonymous = alice.post(&ping).await;
+    assert_eq!(anonymous.status(), StatusCode::NOT_FOUND);
+    let delete = alice
+        .send(Method::DELETE, &[("x-user", "mallory")], None)
+        .await;
+    assert_eq!(delete.status(), StatusCode::NOT_FOUND);
+    let own = alice
+        .send(
+            Method::POST,
+            &[
+                ("x-user", "alice"),
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
+            ],
+            Some(&ping.to_string()),
+        )
+        .await;
+    assert_eq!(own.status(), StatusCode::OK);
+    assert_eq!(body_json(own).await["result"], json!({}));
+}
