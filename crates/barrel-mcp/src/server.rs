@@ -23,6 +23,7 @@ pub mod cursor;
 mod dispatch;
 mod events;
 mod handler;
+mod header_params;
 mod input;
 mod invoke;
 mod listen;
@@ -52,8 +53,11 @@ pub use handler::{
     IntoToolResult, Json, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest,
     ToolHandler,
 };
+pub(crate) use header_params::HeaderParam;
 use registry::Registry;
 use request_state::RequestStateCodec;
+#[cfg(feature = "http-server")]
+pub(crate) use stateless::supported_versions;
 
 /// Limits and defaults of a server. Every field has a documented default.
 #[derive(Debug, Clone)]
@@ -232,6 +236,17 @@ impl Server {
             self.emit(ServerEvent::PromptsChanged);
         }
         removed
+    }
+
+    /// The `Mcp-Param-{Name}` headers a `tools/call` of `tool` must carry, each with the path of
+    /// the argument it mirrors; empty for an unknown tool.
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn header_params(&self, tool: &str) -> Vec<HeaderParam> {
+        self.read_registry()
+            .tools
+            .get(tool)
+            .map(|entry| entry.header_params.clone())
+            .unwrap_or_default()
     }
 
     /// Tells the clients subscribed to `uri` that the resource changed

@@ -24,6 +24,7 @@ use super::State;
 use super::reply::{self, Accepts};
 use super::sse;
 use crate::Error;
+use crate::server::Server;
 use crate::transport::{Frame, MessageReader, MessageWriter, Outgoing};
 
 /// True when the body claims a revision in `params._meta` (the 2026-07-28 envelope).
@@ -42,7 +43,9 @@ pub(crate) async fn post(
     accepts: Accepts,
     body: Value,
 ) -> Response {
-    if let Err(error) = check(headers, &body) {
+    if let Err(error) =
+        check(headers, &body).and_then(|()| check_params(&state.server, headers, &body))
+    {
         return reply::error(StatusCode::BAD_REQUEST, request_id(&body), error);
     }
     let request = match barrel_mcp_types::jsonrpc::decode_value(body) {
@@ -83,11 +86,7 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
         return Err(mismatch("Mcp-Method differs from the body's method"));
     }
     if !ProtocolVersion::parse(claim).is_some_and(ProtocolVersion::is_stateless) {
-        let supported: Vec<&str> = ProtocolVersion::ALL
-            .iter()
-            .rev()
-            .map(|v| v.as_str())
-            .collect();
+        let supported = crate::server::supported_versions();
         return Err(ErrorObject::new(
             ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
@@ -121,6 +120,63 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
         }
     }
     Ok(())
+}
+
+/// `Mcp-Param-{Name}` headers of a `tools/call`: each argument the tool annotates with
+/// `x-mcp-header` that has a value in the body must come with its header, equal to the value once
+/// decoded (integers compared as numbers, booleans as `true`/`false`).
+fn check_params(server: &Server, headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
+    if body.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return Ok(());
+    }
+    let params = body.get("params");
+    let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let arguments = params
+        .and_then(|p| p.get("arguments"))
+        .unwrap_or(&Value::Null);
+    for param in server.header_params(tool) {
+        let Some(expected) = param.value_in(arguments) else {
+            continue;
+        };
+        let name = format!("mcp-param-{}", param.name.to_ascii_lowercase());
+        let header_name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| mismatch(&format!("Mcp-Param-{} is not a header name", param.name)))?;
+        let Some(raw) = header(headers, &header_name)? else {
+            return Err(mismatch(&format!(
+                "Mcp-Param-{} header is required",
+                param.name
+            )));
+        };
+        let Some(given) = decode_sentinel(raw.trim()) else {
+            return Err(mismatch(&format!(
+                "Mcp-Param-{} is not valid base64",
+                param.name
+            )));
+        };
+        if !header_matches(&given, expected) {
+            return Err(mismatch(&format!(
+                "Mcp-Param-{} differs from the body",
+                param.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// True when a decoded header value stands for the body's value.
+fn header_matches(given: &str, expected: &Value) -> bool {
+    match expected {
+        Value::String(s) => given == s,
+        Value::Bool(b) => given == if *b { "true" } else { "false" },
+        Value::Number(n) => given
+            .parse::<f64>()
+            .ok()
+            .zip(n.as_f64())
+            .is_some_and(|(a, b)| a == b),
+        _ => false,
+    }
 }
 
 /// One header's value: absent, or present once with visible ASCII (else -32020).

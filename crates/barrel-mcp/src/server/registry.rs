@@ -14,6 +14,7 @@ use barrel_mcp_types::{
 
 use super::completion::Completer;
 use super::handler::{PromptHandler, ResourceHandler, ToolHandler};
+use super::header_params::{HeaderParam, header_params};
 use super::uri_template::UriTemplate;
 use super::validation::{SchemaValidator, check_input_schema};
 use crate::Error;
@@ -77,6 +78,8 @@ pub(crate) struct ToolEntry {
     pub(crate) handler: ToolHandler,
     pub(crate) input: SchemaValidator,
     pub(crate) output: Option<SchemaValidator>,
+    /// Arguments mirrored into `Mcp-Param-*` headers (`x-mcp-header`).
+    pub(crate) header_params: Vec<HeaderParam>,
 }
 
 impl ToolEntry {
@@ -88,6 +91,7 @@ impl ToolEntry {
         check_input_schema(&input_value).map_err(|e| invalid(format!("inputSchema: {e}")))?;
         let input =
             SchemaValidator::new(&input_value).map_err(|e| invalid(format!("inputSchema: {e}")))?;
+        let header_params = header_params(&tool.input_schema).map_err(invalid)?;
         let output = match &tool.output_schema {
             Some(schema) => Some(
                 SchemaValidator::new(&serde_json::Value::Object(schema.clone()))
@@ -100,6 +104,7 @@ impl ToolEntry {
             handler,
             input,
             output,
+            header_params,
         })
     }
 }

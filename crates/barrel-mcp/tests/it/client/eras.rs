@@ -105,7 +105,13 @@ async fn every_method_in_every_revision() {
             let discovered = within(client.discover()).await.expect("discover");
             assert_eq!(
                 discovered.supported_versions,
-                ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+                [
+                    "2026-07-28",
+                    "2025-11-25",
+                    "2025-06-18",
+                    "2025-03-26",
+                    "2024-11-05"
+                ]
             );
             let err = client
                 .subscribe_resource("test://readme")

@@ -288,3 +288,66 @@ async fn a_client_that_goes_away_cancels_its_request() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn annotated_arguments_must_match_their_param_headers() {
+    use barrel_mcp::server::{Server, ToolHandler};
+    use barrel_mcp::types::Tool;
+
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "count": { "type": "integer", "x-mcp-header": "Count" }
+        }
+    });
+    let tool = Tool::new("routed", schema.as_object().cloned().unwrap_or_default());
+    let server = Server::builder()
+        .name("params", "1.0.0")
+        .raw_tool(tool, ToolHandler::raw(|_, _| async { Ok("routed") }))
+        .build()
+        .expect("valid tool");
+    let server = TestServer::start_with(server, HttpConfig::default()).await;
+    let client = server.client();
+    let body = enveloped(
+        1,
+        "tools/call",
+        json!({"name": "routed", "arguments": {"region": "Hello", "count": 42}}),
+    );
+    let ok = [("mcp-param-region", "Hello"), ("mcp-param-count", "42.0")];
+    let response = post(&client, &body, Some("routed"), &ok).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "integers compare as numbers"
+    );
+    let encoded = [
+        ("mcp-param-region", "=?base64?SGVsbG8=?="),
+        ("mcp-param-count", "42"),
+    ];
+    let response = post(&client, &body, Some("routed"), &encoded).await;
+    assert_eq!(response.status(), StatusCode::OK, "base64 form decodes");
+    let cases: [&[(&str, &str)]; 4] = [
+        &[("mcp-param-count", "42")],
+        &[
+            ("mcp-param-region", "=?base64?SGVsbG8?="),
+            ("mcp-param-count", "42"),
+        ],
+        &[
+            ("mcp-param-region", "=?base64?SGVs!!!bG8=?="),
+            ("mcp-param-count", "42"),
+        ],
+        &[("mcp-param-region", "World"), ("mcp-param-count", "42")],
+    ];
+    for headers in cases {
+        let response = post(&client, &body, Some("routed"), headers).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{headers:?}");
+        assert_eq!(code(&body_json(response).await), -32020, "{headers:?}");
+    }
+    // No value in the body: no header needed.
+    let bare = enveloped(2, "tools/call", json!({"name": "routed", "arguments": {}}));
+    assert_eq!(
+        post(&client, &bare, Some("routed"), &[]).await.status(),
+        StatusCode::OK
+    );
+}

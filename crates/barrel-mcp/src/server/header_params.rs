@@ -1,0 +1,140 @@
+//! `x-mcp-header` (2026-07-28): tool arguments that clients mirror into `Mcp-Param-{Name}` HTTP
+//! headers, so intermediaries can route on them without reading the body.
+//!
+//! The annotations are read once, when a tool is registered, and checked against the spec's
+//! rules: the name is an RFC 9110 token, unique (ignoring case) within the schema, on a
+//! `string`, `integer` or `boolean` property reached through `properties` alone. A tool whose
+//! annotations break a rule is refused, since clients would drop it.
+
+use serde_json::{Map, Value};
+
+/// One annotated argument: the header's `{Name}` and the path of property names to the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeaderParam {
+    pub(crate) name: String,
+    pub(crate) path: Vec<String>,
+}
+
+impl HeaderParam {
+    /// The argument's value in `arguments`, if present and not null.
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    pub(crate) fn value_in<'a>(&self, arguments: &'a Value) -> Option<&'a Value> {
+        let mut value = arguments;
+        for key in &self.path {
+            value = value.get(key)?;
+        }
+        (!value.is_null()).then_some(value)
+    }
+}
+
+/// The annotated arguments of an `inputSchema`, or why the annotations are invalid.
+pub(crate) fn header_params(schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
+    let mut found = Vec::new();
+    collect(schema, &mut Vec::new(), &mut found)?;
+    for (i, a) in found.iter().enumerate() {
+        if found[..i]
+            .iter()
+            .any(|b| b.name.eq_ignore_ascii_case(&a.name))
+        {
+            return Err(format!("x-mcp-header {:?} is used twice", a.name));
+        }
+    }
+    Ok(found)
+}
+
+fn collect(
+    schema: &Map<String, Value>,
+    path: &mut Vec<String>,
+    found: &mut Vec<HeaderParam>,
+) -> Result<(), String> {
+    let Some(Value::Object(properties)) = schema.get("properties") else {
+        return Ok(());
+    };
+    for (key, property) in properties {
+        let Value::Object(property) = property else {
+            continue;
+        };
+        path.push(key.clone());
+        if let Some(annotation) = property.get("x-mcp-header") {
+            let name = annotation
+                .as_str()
+                .filter(|name| is_token(name))
+                .ok_or_else(|| format!("x-mcp-header on {key:?} must be a non-empty token"))?;
+            let kind = property.get("type").and_then(Value::as_str);
+            if !matches!(kind, Some("string" | "integer" | "boolean")) {
+                return Err(format!(
+                    "x-mcp-header {name:?} must be on a string, integer or boolean property"
+                ));
+            }
+            found.push(HeaderParam {
+                name: name.to_owned(),
+                path: path.clone(),
+            });
+        }
+        collect(property, path, found)?;
+        path.pop();
+    }
+    Ok(())
+}
+
+/// RFC 9110 `token`: one or more `tchar`.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn finds_annotations_through_properties_only() {
+        let found = header_params(&schema(json!({
+            "type": "object",
+            "properties": {
+                "region": { "type": "string", "x-mcp-header": "Region" },
+                "nested": { "type": "object", "properties": {
+                    "id": { "type": "integer", "x-mcp-header": "Item-Id" } } },
+                "list": { "type": "array", "items": { "type": "string", "x-mcp-header": "Ignored" } }
+            }
+        })))
+        .expect("valid");
+        let names: Vec<_> = found
+            .iter()
+            .map(|p| (p.name.as_str(), p.path.join(".")))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("Item-Id", "nested.id".to_owned()),
+                ("Region", "region".to_owned())
+            ]
+        );
+        let args = json!({ "region": "eu", "nested": { "id": 7 } });
+        assert_eq!(found[1].value_in(&args), Some(&json!("eu")));
+        assert_eq!(
+            found[0].value_in(&json!({ "nested": { "id": null } })),
+            None
+        );
+    }
+
+    #[test]
+    fn refuses_bad_annotations() {
+        for bad in [
+            json!({ "properties": { "a": { "type": "number", "x-mcp-header": "A" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": "" } } }),
+            json!({ "properties": { "a": { "type": "string", "x-mcp-header": "has space" } } }),
+            json!({ "properties": {
+                "a": { "type": "string", "x-mcp-header": "Dup" },
+                "b": { "type": "string", "x-mcp-header": "dup" } } }),
+        ] {
+            assert!(header_params(&schema(bad.clone())).is_err(), "{bad}");
+        }
+    }
+}
