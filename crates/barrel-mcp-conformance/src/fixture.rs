@@ -5,6 +5,9 @@
 //! sessionful revisions (2025-06-18, 2025-11-25) and for the stateless 2026-07-28 scenarios
 //! (input rounds, list-change triggers, header-mapped parameters). Everything goes through the
 //! public server API; nothing here knows which transport carries a request.
+//!
+//! The file is long on purpose: it is a table of the suite's fixtures, one builder call per tool,
+//! resource or prompt, each matching a scenario's expectations word for word.
 
 use std::time::Duration;
 
