@@ -42,6 +42,17 @@ enum Command {
         /// Accept this browser Origin (scheme://name[:port]) besides loopback ones. Repeatable.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
+        /// Serve HTTPS with this PEM certificate chain (HTTP/1.1 and HTTP/2 through ALPN).
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "tls_key",
+            conflicts_with = "stdio"
+        )]
+        tls_cert: Option<std::path::PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<std::path::PathBuf>,
     },
     #[command(flatten)]
     Client(Box<client_commands::ClientCommand>),
@@ -78,10 +89,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             http,
             allow_hosts,
             allow_origins,
+            tls_cert,
+            tls_key,
         } => {
             if !stdio {
                 let addr = http.unwrap_or(([127, 0, 0, 1], 9090).into());
-                return serve_http(&runtime, addr, allow_hosts, allow_origins);
+                let tls = tls_cert.zip(tls_key);
+                return serve_http(&runtime, addr, allow_hosts, allow_origins, tls);
             }
             let server = demo::server().context("building the demo server")?;
             let transport =
@@ -101,6 +115,7 @@ fn serve_http(
     addr: std::net::SocketAddr,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
+    tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 ) -> anyhow::Result<()> {
     use barrel_mcp::http::{HttpConfig, StreamableHttp};
     let config = HttpConfig {
@@ -115,15 +130,43 @@ fn serve_http(
             .await
             .with_context(|| format!("binding {addr}"))?;
         let local = listener.local_addr().context("reading the bound address")?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         eprintln!(
-            "barrel-mcp: serving MCP over Streamable HTTP on http://{local}{}",
+            "barrel-mcp: serving MCP over Streamable HTTP on {scheme}://{local}{}",
             config.path
         );
         let http = StreamableHttp::new(server, config);
-        barrel_mcp::http::serve(listener, http, shutdown_signal())
-            .await
-            .context("serving HTTP")
+        match tls {
+            None => barrel_mcp::http::serve(listener, http, shutdown_signal())
+                .await
+                .context("serving HTTP"),
+            Some((cert, key)) => serve_tls(listener, http, &cert, &key).await,
+        }
     })
+}
+
+/// `serve --http --tls-cert --tls-key`: the same over TLS.
+#[cfg(feature = "tls")]
+async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    http: barrel_mcp::http::StreamableHttp,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> anyhow::Result<()> {
+    let tls = barrel_mcp::http::TlsConfig::from_pem_files(cert, key).context("loading TLS")?;
+    barrel_mcp::http::serve_tls(listener, http, tls, shutdown_signal())
+        .await
+        .context("serving HTTPS")
+}
+
+#[cfg(all(feature = "http-server", not(feature = "tls")))]
+async fn serve_tls(
+    _listener: tokio::net::TcpListener,
+    _http: barrel_mcp::http::StreamableHttp,
+    _cert: &std::path::Path,
+    _key: &std::path::Path,
+) -> anyhow::Result<()> {
+    anyhow::bail!("this build has no TLS (feature `tls`)")
 }
 
 #[cfg(not(feature = "http-server"))]
@@ -132,6 +175,7 @@ fn serve_http(
     _addr: std::net::SocketAddr,
     _allowed_hosts: Vec<String>,
     _allowed_origins: Vec<String>,
+    _tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 ) -> anyhow::Result<()> {
     anyhow::bail!("this build has no HTTP server (feature `http-server`); use `serve --stdio`")
 }

@@ -49,6 +49,8 @@ mod sessionful;
 mod sessions;
 mod sse;
 mod stateless;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::sync::Arc;
 
@@ -59,6 +61,8 @@ use crate::server::Server;
 
 pub use config::{HttpConfig, PrincipalResolver};
 pub use listener::{serve, serve_connection};
+#[cfg(feature = "tls")]
+pub use tls::{TlsConfig, serve_tls};
 
 /// The `Mcp-Session-Id` header.
 pub const MCP_SESSION_ID: http::HeaderName = reply::SESSION_ID;

@@ -31,10 +31,15 @@ pub struct HttpConfig {
     /// Default 64.
     pub max_headers: usize,
     /// How long a client may take to send a request's headers before the connection is
-    /// closed (slowloris). Default 10 s.
+    /// closed (slowloris). Over TLS the handshake gets the same limit. Default 10 s.
     pub header_read_timeout: Duration,
     /// The largest HTTP/2 header list, in bytes. Default 16 KiB.
     pub max_header_list_size: u32,
+    /// The most connections the ready listeners ([`serve`](super::serve), `serve_tls`) serve
+    /// at once. At the cap the listener stops accepting until a connection ends; new
+    /// connections wait in the kernel's backlog (and time out there) rather than being accepted
+    /// and dropped. Default 4096.
+    pub max_connections: usize,
     /// The most live sessions; one more `initialize` gets 503 with `Retry-After`. Default 1024.
     pub max_sessions: usize,
     /// A session nobody used for this long is closed; later requests get 404. Requests still
@@ -85,6 +90,7 @@ impl Default for HttpConfig {
             max_headers: 64,
             header_read_timeout: Duration::from_secs(10),
             max_header_list_size: 16 * 1024,
+            max_connections: 4096,
             max_sessions: 1024,
             session_idle_timeout: Duration::from_secs(30 * 60),
             init_timeout: Duration::from_secs(60),

@@ -7,6 +7,7 @@
 //! disables it).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -14,7 +15,8 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 use super::StreamableHttp;
 
@@ -26,6 +28,9 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 ///
 /// The bind is checked first ([`HttpConfig::check_bind`](super::HttpConfig::check_bind)): a
 /// listener beyond loopback without allowed hosts is refused with an error that says why.
+/// At most [`HttpConfig::max_connections`](super::HttpConfig::max_connections) connections are
+/// served at once; beyond that the listener stops accepting until one ends (new connections
+/// wait in the kernel's backlog).
 /// On shutdown the listener stops accepting, sessions stop taking requests, requests already
 /// running finish and are answered, streams end, and idle connections close; after
 /// [`HttpConfig::shutdown_timeout`](super::HttpConfig::shutdown_timeout) whatever is left is
@@ -37,6 +42,26 @@ pub async fn serve(
     http: StreamableHttp,
     shutdown: impl Future<Output = ()> + Send,
 ) -> crate::Result<()> {
+    accept_loop(listener, http, shutdown, |stream| {
+        std::future::ready(Some(stream))
+    })
+    .await
+}
+
+/// The accept loop shared by [`serve`] and `serve_tls`: `handshake` turns an accepted socket
+/// into the IO to serve (the socket itself, or a TLS stream), in the connection's own task,
+/// `None` when the connection is to be dropped.
+pub(super) async fn accept_loop<H, F, I>(
+    listener: TcpListener,
+    http: StreamableHttp,
+    shutdown: impl Future<Output = ()> + Send,
+    handshake: H,
+) -> crate::Result<()>
+where
+    H: Fn(TcpStream) -> F,
+    F: Future<Output = Option<I>> + Send + 'static,
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let local = listener.local_addr()?;
     http.config()
         .check_bind(local)
@@ -44,8 +69,14 @@ pub async fn serve(
     let builder = builder(&http);
     let graceful = GracefulShutdown::new();
     let service = TowerToHyperService::new(http.router());
+    let slots = Arc::new(Semaphore::new(http.config().max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
+        // Over the cap, stop accepting until a connection ends.
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
@@ -61,12 +92,17 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-        let connection = builder
-            .serve_connection(TokioIo::new(stream), service.clone())
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let handshake = handshake(stream);
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
+        let service = service.clone();
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            let _slot = slot;
+            let Some(io) = handshake.await else { return };
+            let connection = builder
+                .serve_connection(TokioIo::new(io), service)
+                .into_owned();
+            if let Err(error) = watcher.watch(connection).await {
                 tracing::debug!(%error, "connection ended with an error");
             }
         });

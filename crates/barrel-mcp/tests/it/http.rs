@@ -8,6 +8,8 @@ mod security;
 mod sessions;
 mod stateless;
 mod streams;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::net::SocketAddr;
 
