@@ -1,14 +1,17 @@
-"""Interop client: the official Python SDK (2.x) driving an MCP server over stdio.
+"""Interop client: the official Python SDK (2.x) driving an MCP server.
 
 Usage:
-    python_client.py MODE -- COMMAND [ARGS...]
+    python_client.py MODE -- COMMAND [ARGS...]    # stdio: COMMAND is spawned as the server
+    python_client.py MODE --url URL               # Streamable HTTP endpoint
 
 MODE is the SDK client's version-negotiation mode: `legacy` (initialize
-handshake) or `auto` (server/discover probe, falling back to initialize).
-COMMAND is spawned as the server; the client talks to it over its stdin/stdout.
+handshake), `auto` (server/discover probe, falling back to initialize) or
+`2026-07-28` (that revision adopted directly: no probe, no handshake).
+The same checks run over either transport; only the label differs
+(`python-MODE` over stdio, `python-MODE-http` over HTTP).
 
-Prints one line per check, `ok - <name>` or `not ok - <name>: <why>`, and
-exits non-zero if any check failed. The whole run is bounded by
+Prints one line per check, `ok - <label>: <name>` or `not ok - <label>: <name>: <why>`,
+and exits non-zero if any check failed. The whole run is bounded by
 INTEROP_TIMEOUT seconds (default 30).
 """
 
@@ -92,11 +95,15 @@ class Callbacks:
         return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in ROOTS])  # type: ignore[arg-type]
 
 
-async def run_checks(mode: str, command: list[str], report: Callable[[str, str | None], None]) -> None:
+MODES = ("legacy", "auto", "2026-07-28")
+
+
+async def run_checks(
+    mode: str, server: StdioServerParameters | str, report: Callable[[str, str | None], None]
+) -> None:
     cb = Callbacks()
-    params = StdioServerParameters(command=command[0], args=command[1:])
     client = Client(
-        params,
+        server,
         mode=mode,
         read_timeout_seconds=CALL_TIMEOUT,
         sampling_callback=cb.sampling,
@@ -118,8 +125,10 @@ async def run_checks(mode: str, command: list[str], report: Callable[[str, str |
     tools: dict[str, types.Tool] = {}
 
     # legacy: the initialize handshake at the SDK's newest handshake version;
-    # auto: the server/discover probe, so the stateless 2026-07-28 revision.
-    expected_version = {"legacy": "2025-11-25", "auto": "2026-07-28"}[mode]
+    # auto: the server/discover probe, so the stateless 2026-07-28 revision;
+    # 2026-07-28: that revision pinned, the first request on the wire is tools/list.
+    expected_version = {"legacy": "2025-11-25", "auto": "2026-07-28", "2026-07-28": "2026-07-28"}[mode]
+    pinned = mode not in ("legacy", "auto")
 
     @check(f"negotiated protocol {expected_version}")
     async def _() -> None:
@@ -295,6 +304,17 @@ async def run_checks(mode: str, command: list[str], report: Callable[[str, str |
         values = result.completion.values
         expect("1" in values and "10" in values, f"values {values}")
 
+    if pinned:
+        # Last, so every check above ran without a discover result in hand.
+        @check("server/discover after pinned requests")
+        async def _() -> None:
+            # session.discover() would return the synthesized result the pin adopted.
+            raw = await client.session.send_discover("2026-07-28")
+            result = types.DiscoverResult.model_validate(raw)
+            expect("2026-07-28" in result.supported_versions, f"supportedVersions {result.supported_versions}")
+            info = (result.meta or {}).get("io.modelcontextprotocol/serverInfo") or {}
+            expect(info.get("name") == "barrel-mcp-demo", f"serverInfo stamp {info!r}")
+
     pending = ["connect"] + [name for name, _ in checks]
     not_run = f"not run: overall timeout of {OVERALL_TIMEOUT:.0f}s"
 
@@ -316,7 +336,13 @@ async def run_checks(mode: str, command: list[str], report: Callable[[str, str |
                     server_name = client.server_info.name if client.server_info else None
                     era = f"{mode} -> {client.protocol_version}"
                     print(f"# negotiated {era}", flush=True)
-                    if server_name != "barrel-mcp-demo":
+                    if pinned:
+                        # No probe and no handshake: nothing names the server yet.
+                        if client.protocol_version != mode:
+                            report("connect", f"protocol {client.protocol_version}, expected {mode}")
+                        else:
+                            report("connect", None)
+                    elif server_name != "barrel-mcp-demo":
                         report("connect", f"server name {server_name!r}, expected 'barrel-mcp-demo'")
                     else:
                         report("connect", None)
@@ -342,14 +368,19 @@ async def run_checks(mode: str, command: list[str], report: Callable[[str, str |
 
 def main() -> int:
     args = sys.argv[1:]
-    if len(args) < 3 or args[0] not in ("legacy", "auto") or args[1] != "--":
+    server: StdioServerParameters | str
+    if len(args) == 3 and args[0] in MODES and args[1] == "--url":
+        mode, server, label = args[0], args[2], f"python-{args[0]}-http"
+    elif len(args) >= 3 and args[0] in MODES and args[1] == "--":
+        mode, label = args[0], f"python-{args[0]}"
+        server = StdioServerParameters(command=args[2], args=args[3:])
+    else:
         print(__doc__, file=sys.stderr)
         return 2
-    mode, command = args[0], args[2:]
 
     # Last-resort guard should cancellation itself get stuck (e.g. a wedged child).
     def hard_timeout(signum: int, frame: Any) -> None:
-        print(f"not ok - watchdog: python client ({mode}) still running after hard timeout", flush=True)
+        print(f"not ok - {label}: watchdog: still running after hard timeout", flush=True)
         os._exit(3)
 
     signal.signal(signal.SIGALRM, hard_timeout)
@@ -359,18 +390,17 @@ def main() -> int:
 
     def report(name: str, why: str | None) -> None:
         nonlocal failures
-        label = f"python-{mode}: {name}"
         if why is None:
-            print(f"ok - {label}", flush=True)
+            print(f"ok - {label}: {name}", flush=True)
         else:
             failures += 1
-            print(f"not ok - {label}: {' '.join(why.split())}", flush=True)
+            print(f"not ok - {label}: {name}: {' '.join(why.split())}", flush=True)
 
     try:
-        anyio.run(run_checks, mode, command, report)
+        anyio.run(run_checks, mode, server, report)
     except BaseException:
         traceback.print_exc()
-        print(f"not ok - python-{mode}: client crashed", flush=True)
+        print(f"not ok - {label}: client crashed", flush=True)
         return 1
     return 1 if failures else 0
 

@@ -5,6 +5,8 @@ directory can be validated against a second, independent server:
 
     scripts/interop/run -- .interop/venv/bin/python scripts/interop/reference_server.py
 
+With `--http PORT` it serves Streamable HTTP on http://127.0.0.1:PORT/mcp instead.
+
 Both protocol eras are served (the SDK picks the era from the client's first
 request). Server-to-client questions (elicitation, sampling, roots) go through
 the SDK's resolver mechanism: standalone requests on handshake-era connections,
@@ -163,4 +165,13 @@ async def complete(
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    # `reference_server.py` serves stdio; `reference_server.py --http PORT` serves Streamable
+    # HTTP on http://127.0.0.1:PORT/mcp (the SDK's default endpoint path).
+    if sys.argv[1:2] == ["--http"] and len(sys.argv) == 3:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) == 1:
+        server.run("stdio")
+    else:
+        sys.exit("usage: reference_server.py [--http PORT]")

@@ -1,7 +1,11 @@
-// Interop client: the official TypeScript SDK (1.x) driving an MCP server over stdio.
+// Interop client: the official TypeScript SDK (1.x) driving an MCP server.
 //
 // Usage:
-//   node ts_client.mjs -- COMMAND [ARGS...]
+//   node ts_client.mjs -- COMMAND [ARGS...]   stdio (StdioClientTransport), label `ts`
+//   node ts_client.mjs --url URL              Streamable HTTP (StreamableHTTPClientTransport), `ts-http`
+//   node ts_client.mjs --sse URL              legacy HTTP+SSE, URL is the GET stream (SSEClientTransport), `ts-sse`
+//
+// The same checks run over every transport.
 //
 // The SDK is loaded from INTEROP_NODE_MODULES (default: <repo>/.interop/node/node_modules),
 // where scripts/test installs it. Prints one line per check, `ok - <name>` or
@@ -25,18 +29,18 @@ const SAMPLED_TEXT = "a short summary";
 const SUMMARIZE_INPUT = "The quick brown fox jumps over the lazy dog.";
 const EXPECTED_TOOLS = ["echo", "add", "countdown", "ask_name", "summarize", "get_roots", "fail"];
 
+let label = "ts";
 let failures = 0;
 let finished = false;
 const pending = [];
 
 function report(name, why) {
   if (finished) return;
-  const label = `ts: ${name}`;
   if (why === null) {
-    console.log(`ok - ${label}`);
+    console.log(`ok - ${label}: ${name}`);
   } else {
     failures += 1;
-    console.log(`not ok - ${label}: ${String(why).split(/\s+/).join(" ")}`);
+    console.log(`not ok - ${label}: ${name}: ${String(why).split(/\s+/).join(" ")}`);
   }
   const i = pending.indexOf(name);
   if (i >= 0) pending.splice(i, 1);
@@ -60,17 +64,31 @@ function sameJson(a, b) {
 
 async function main() {
   const argv = process.argv.slice(2);
-  if (argv[0] !== "--" || argv.length < 2) {
-    console.error("usage: node ts_client.mjs -- COMMAND [ARGS...]");
+  let kind;
+  if (argv[0] === "--" && argv.length >= 2) kind = "stdio";
+  else if (argv[0] === "--url" && argv.length === 2) kind = "http";
+  else if (argv[0] === "--sse" && argv.length === 2) kind = "sse";
+  else {
+    console.error("usage: node ts_client.mjs -- COMMAND [ARGS...] | --url URL | --sse URL");
     return 2;
   }
-  const [command, ...args] = argv.slice(1);
+  label = { stdio: "ts", http: "ts-http", sse: "ts-sse" }[kind];
 
-  let Client, StdioClientTransport, types;
+  let Client, makeTransport, types;
   try {
     ({ Client } = await load("client/index.js"));
-    ({ StdioClientTransport } = await load("client/stdio.js"));
     types = await load("types.js");
+    if (kind === "stdio") {
+      const { StdioClientTransport } = await load("client/stdio.js");
+      const [command, ...args] = argv.slice(1);
+      makeTransport = () => new StdioClientTransport({ command, args, stderr: "inherit" });
+    } else if (kind === "http") {
+      const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
+      makeTransport = () => new StreamableHTTPClientTransport(new URL(argv[1]));
+    } else {
+      const { SSEClientTransport } = await load("client/sse.js");
+      makeTransport = () => new SSEClientTransport(new URL(argv[1]));
+    }
   } catch (e) {
     report("load sdk", `cannot load @modelcontextprotocol/sdk from ${nodeModules}: ${e.message}`);
     return 1;
@@ -105,9 +123,16 @@ async function main() {
   });
 
   const opts = { timeout: CALL_TIMEOUT_MS };
-  const tap = { countdown: undefined };
+  const tap = { countdown: undefined, initializeId: undefined, negotiated: undefined };
   const checks = [];
   const check = (name, fn) => checks.push([name, fn]);
+
+  check(`negotiated protocol ${types.LATEST_PROTOCOL_VERSION}`, async () => {
+    expect(
+      tap.negotiated === types.LATEST_PROTOCOL_VERSION,
+      `initialize answered protocolVersion ${JSON.stringify(tap.negotiated)}`,
+    );
+  });
 
   check("list tools", async () => {
     const { tools } = await client.listTools(undefined, opts);
@@ -285,16 +310,16 @@ async function main() {
     process.exit(1);
   }, OVERALL_TIMEOUT_MS);
 
-  transport = new StdioClientTransport({ command, args, stderr: "inherit" });
-  try {
-    await client.connect(transport, opts);
-  } catch (e) {
-    report("connect", `${e?.name}: ${e?.message}`);
-  }
-  if (pending.includes("connect")) {
-    // Wire tap (installed after connect, which sets the transport callbacks).
+  transport = makeTransport();
+  // Wire tap, installed when the SDK starts the transport: connect() has set the
+  // transport callbacks by then, and nothing has been sent yet.
+  const sdkStart = transport.start.bind(transport);
+  transport.start = async () => {
     const sdkOnMessage = transport.onmessage;
     transport.onmessage = (message, extra) => {
+      if (tap.initializeId !== undefined && message.id === tap.initializeId && message.method === undefined) {
+        tap.negotiated = message.result?.protocolVersion;
+      }
       const t = tap.countdown;
       if (t && t.token !== undefined) {
         if (message.method === "notifications/progress" && message.params?.progressToken === t.token) {
@@ -308,6 +333,7 @@ async function main() {
     };
     const sdkSend = transport.send.bind(transport);
     transport.send = (message, options) => {
+      if (message.method === "initialize") tap.initializeId = message.id;
       const t = tap.countdown;
       if (t && message.method === "tools/call" && message.params?.name === "countdown") {
         t.token = message.params?._meta?.progressToken;
@@ -315,8 +341,16 @@ async function main() {
       }
       return sdkSend(message, options);
     };
+    return sdkStart();
+  };
+  try {
+    await client.connect(transport, opts);
+  } catch (e) {
+    report("connect", `${e?.name}: ${e?.message}`);
+  }
+  if (pending.includes("connect")) {
     const info = client.getServerVersion();
-    console.log(`# connected: initialize handshake, server ${JSON.stringify(info)}`);
+    console.log(`# connected over ${kind}: initialize handshake, server ${JSON.stringify(info)}`);
     if (info?.name === "barrel-mcp-demo") report("connect", null);
     else report("connect", `server name ${JSON.stringify(info?.name)}, expected "barrel-mcp-demo"`);
     for (const [name, fn] of checks) {
@@ -341,7 +375,7 @@ async function main() {
 main().then(
   (code) => process.exit(code),
   (e) => {
-    console.log(`not ok - ts: client crashed: ${e?.stack ?? e}`);
+    console.log(`not ok - ${label}: client crashed: ${e?.stack ?? e}`);
     process.exit(1);
   },
 );
