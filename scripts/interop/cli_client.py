@@ -2,7 +2,7 @@
 
 Usage:
     cli_client.py --binary BARREL_MCP --label LABEL --surface SURFACE --expect-version V
-                  [--protocol VERSION] (--url URL | -- COMMAND [ARGS...])
+                  [--protocol VERSION] (--url URL | --sse URL | -- COMMAND [ARGS...])
 
 Runs every client command (tools, call, resources, read, templates, prompts, prompt,
 complete, ping, info) against the target, each as its own `barrel-mcp ... --json`
@@ -392,13 +392,14 @@ def main() -> int:
         elif a == "--":
             target = ["--", *args]
             break
-        elif a in ("--binary", "--label", "--surface", "--protocol", "--expect-version", "--url") and args:
+        elif a in ("--binary", "--label", "--surface", "--protocol", "--expect-version", "--url", "--sse") and args:
             opts[a] = args.pop(0)
         else:
             print(__doc__, file=sys.stderr)
             return 2
-    if "--url" in opts:
-        target = ["--url", opts["--url"]]
+    for flag in ("--url", "--sse"):
+        if flag in opts:
+            target = [flag, opts[flag]]
     required = ("--binary", "--label", "--surface", "--expect-version")
     if not target or any(k not in opts for k in required) or opts["--surface"] not in SURFACES:
         print(__doc__, file=sys.stderr)
