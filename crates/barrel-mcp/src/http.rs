@@ -42,6 +42,7 @@
 mod config;
 mod endpoint;
 mod guard;
+mod legacy;
 mod listener;
 mod reply;
 mod session;
@@ -107,16 +108,34 @@ impl StreamableHttp {
         &self.state.config
     }
 
-    /// An axum router serving the endpoint at [`HttpConfig::path`]. Mount it (`merge`,
+    /// An axum router serving the endpoint at [`HttpConfig::path`], and the legacy HTTP+SSE
+    /// paths when [`HttpConfig::legacy_sse`] is on. Mount it (`merge`,
     /// `nest`) in an application and add layers (auth, tracing) as with any router.
     pub fn router(&self) -> axum::Router {
         let state = Arc::clone(&self.state);
-        axum::Router::new().route(
+        let router = axum::Router::new().route(
             &self.state.config.path,
             axum::routing::any(move |request: axum::extract::Request| {
                 endpoint::handle(Arc::clone(&state), request)
             }),
-        )
+        );
+        if !self.state.config.legacy_sse {
+            return router;
+        }
+        let (sse, messages) = (Arc::clone(&self.state), Arc::clone(&self.state));
+        router
+            .route(
+                &self.state.config.legacy_sse_path,
+                axum::routing::any(move |request: axum::extract::Request| {
+                    legacy::handle(Arc::clone(&sse), legacy::Path::Sse, request)
+                }),
+            )
+            .route(
+                &self.state.config.legacy_messages_path,
+                axum::routing::any(move |request: axum::extract::Request| {
+                    legacy::handle(Arc::clone(&messages), legacy::Path::Messages, request)
+                }),
+            )
     }
 
     /// How many sessions are live.

@@ -12,6 +12,18 @@ pub struct HttpConfig {
     /// The path of the MCP endpoint in [`StreamableHttp::router`](super::StreamableHttp::router).
     /// Default `/mcp`.
     pub path: String,
+    /// Also serve the 2024-11-05 HTTP+SSE transport: GET [`legacy_sse_path`](Self::legacy_sse_path)
+    /// opens a session whose messages all travel on that one stream, and POSTs to
+    /// [`legacy_messages_path`](Self::legacy_messages_path)`?sessionId=…` carry the client's
+    /// messages. Same Host/Origin checks and limits as the main endpoint; its sessions count
+    /// against [`max_sessions`](Self::max_sessions). Default true, so clients that only speak
+    /// the old transport (the TypeScript SDK's `SSEClientTransport`, Python's `sse_client`)
+    /// connect to the same server.
+    pub legacy_sse: bool,
+    /// The path of the legacy SSE stream. Default `/sse`.
+    pub legacy_sse_path: String,
+    /// The path legacy clients POST their messages to. Default `/messages`.
+    pub legacy_messages_path: String,
     /// Accept `Host` headers naming `localhost`, `127.0.0.1` or `[::1]` (any port), and
     /// `Origin`s `http(s)://` of those names (any port). Default true.
     pub allow_loopback: bool,
@@ -82,6 +94,9 @@ impl Default for HttpConfig {
     fn default() -> Self {
         Self {
             path: "/mcp".to_owned(),
+            legacy_sse: true,
+            legacy_sse_path: "/sse".to_owned(),
+            legacy_messages_path: "/messages".to_owned(),
             allow_loopback: true,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),

@@ -29,6 +29,8 @@ pub(crate) const GET_STREAM: u64 = 0;
 pub(crate) struct HttpSession {
     pub(crate) id: String,
     pub(crate) principal: Option<String>,
+    /// A 2024-11-05 HTTP+SSE session: every message goes to its one stream (the GET stream).
+    pub(crate) legacy: bool,
     inbound: Mutex<Option<mpsc::Sender<Frame>>>,
     routing: Mutex<Routing>,
     limits: Limits,
@@ -74,6 +76,7 @@ impl HttpSession {
     pub(crate) fn new(
         id: String,
         principal: Option<String>,
+        legacy: bool,
         limits: Limits,
         retained_streams: usize,
         inbound: mpsc::Sender<Frame>,
@@ -81,6 +84,7 @@ impl HttpSession {
         Self {
             id,
             principal,
+            legacy,
             inbound: Mutex::new(Some(inbound)),
             routing: Mutex::new(Routing {
                 init_request: None,
@@ -263,6 +267,15 @@ impl HttpSession {
             self.on_initialize_answer(&message);
         }
         let limits = self.limits;
+        if self.legacy {
+            // One stream carries everything, responses included.
+            routing
+                .streams
+                .entry(GET_STREAM)
+                .or_insert_with(|| EventStream::new(GET_STREAM))
+                .push(&message, &limits);
+            return;
+        }
         if let Some(id) = &outgoing.related {
             if answers.as_ref() == Some(id) {
                 match routing.by_request.remove(id) {

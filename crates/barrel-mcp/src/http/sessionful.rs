@@ -162,25 +162,31 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSess
         .and_then(|p| p.resolve(parts));
     state
         .sessions
-        .create(&state.server, &state.config, principal)
-        .map_err(|error| match error {
-            CreateError::Full | CreateError::ShuttingDown => {
-                let mut response = reply::error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    None,
-                    reply::rpc_error(-32603, "too many sessions; try again later"),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-                response
-            }
-            CreateError::NoRandomness => reply::error(
-                StatusCode::INTERNAL_SERVER_ERROR,
+        .create(&state.server, &state.config, principal, false)
+        .map_err(|error| refused(&error))
+}
+
+/// The answer when a session cannot be created: 503 with `Retry-After` when full or shutting
+/// down, 500 when no id could be minted.
+pub(crate) fn refused(error: &CreateError) -> Response {
+    match error {
+        CreateError::Full | CreateError::ShuttingDown => {
+            let mut response = reply::error(
+                StatusCode::SERVICE_UNAVAILABLE,
                 None,
-                reply::rpc_error(-32603, "internal error"),
-            ),
-        })
+                reply::rpc_error(-32603, "too many sessions; try again later"),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
+        }
+        CreateError::NoRandomness => reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            reply::rpc_error(-32603, "internal error"),
+        ),
+    }
 }
 
 /// The session the request names: 400 without an id, 404 when it is unknown or belongs to
@@ -193,6 +199,8 @@ fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSe
         .to_str()
         .ok()
         .and_then(|id| state.sessions.get(id))
+        // A legacy (HTTP+SSE) session is reachable only through its own endpoint.
+        .filter(|session| !session.legacy)
         .ok_or_else(not_found)?;
     if let Some(resolver) = &state.config.principal
         && resolver.resolve(parts) != session.principal

@@ -50,12 +50,13 @@ impl Sessions {
         self.map().remove(id)
     }
 
-    /// Creates a session and starts serving it.
+    /// Creates a session and starts serving it; `legacy` for the 2024-11-05 HTTP+SSE transport.
     pub(crate) fn create(
         self: &Arc<Self>,
         server: &Server,
         config: &HttpConfig,
         principal: Option<String>,
+        legacy: bool,
     ) -> Result<Arc<HttpSession>, CreateError> {
         if self.tasks.is_closed() {
             return Err(CreateError::ShuttingDown);
@@ -71,6 +72,7 @@ impl Sessions {
         let session = Arc::new(HttpSession::new(
             id.clone(),
             principal,
+            legacy,
             limits,
             config.retained_streams,
             tx,

@@ -1,0 +1,200 @@
+//! The 2024-11-05 HTTP+SSE transport, for clients that speak only it.
+//!
+//! GET on [`HttpConfig::legacy_sse_path`](super::HttpConfig::legacy_sse_path) opens a session
+//! and answers with its one SSE stream. The first event is `endpoint`, whose data is the URL the
+//! client POSTs its messages to: [`HttpConfig::legacy_messages_path`](super::HttpConfig::legacy_messages_path)
+//! with `?sessionId=…`, as an absolute path (so a router nested under a prefix needs that prefix
+//! in the configured path, or legacy clients are sent past it). Each POST carries
+//! one JSON-RPC message and gets 202; everything the server sends (responses, notifications,
+//! its own requests) is an event on the stream.
+//!
+//! A session here is the same machinery as a Streamable HTTP session (one
+//! [`Server::serve`](crate::server::Server::serve)), whose writer sends everything to the one
+//! stream. It lives as long as the stream: when the client disconnects, or reads too slowly for
+//! [`HttpConfig::stream_queue`](super::HttpConfig::stream_queue) (the old transport cannot
+//! resume), the session ends. The init timeout applies; a connected stream keeps the session
+//! from going idle. Legacy sessions count against
+//! [`HttpConfig::max_sessions`](super::HttpConfig::max_sessions), and their ids are not accepted
+//! in `Mcp-Session-Id` (nor Streamable HTTP ids here): 404.
+//!
+//! Both paths climb the same first rungs as the main endpoint: `Host` and `Origin`, 503 while
+//! shutting down, `Content-Type` (415) and the body limits (413, 408), JSON (400 / -32700), no
+//! batches.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::Response;
+use barrel_mcp_types::{ErrorObject, Message};
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde_json::Value;
+
+use super::reply::{self, Accepts};
+use super::session::HttpSession;
+use super::{State, guard, sessionful, sse};
+
+/// Which of the two legacy paths a request came to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Path {
+    Sse,
+    Messages,
+}
+
+/// Answers one request to a legacy path.
+pub(crate) async fn handle(
+    state: Arc<State>,
+    path: Path,
+    request: http::Request<Body>,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let admitted = match guard::check(&state.config, &parts) {
+        Ok(admitted) => admitted,
+        Err(response) => return response,
+    };
+    let mut response = if parts.method == Method::OPTIONS {
+        guard::preflight(&admitted, &parts)
+    } else if state.shutdown.is_cancelled() {
+        reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            ErrorObject::internal("the server is shutting down"),
+        )
+    } else {
+        match (path, &parts.method) {
+            (Path::Sse, &Method::GET) => open(&state, &parts),
+            (Path::Messages, &Method::POST) => post(&state, &parts, body).await,
+            (Path::Sse, _) => reply::method_not_allowed("GET, OPTIONS"),
+            (Path::Messages, _) => reply::method_not_allowed("POST, OPTIONS"),
+        }
+    };
+    guard::cors(&admitted, response.headers_mut());
+    response
+}
+
+/// GET: a new session and its stream, starting with the `endpoint` event.
+fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
+    if !Accepts::of(&parts.headers).sse {
+        return reply::error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            reply::rpc_error(-32600, "Accept must list text/event-stream"),
+        );
+    }
+    let config = &state.config;
+    let principal = config.principal.as_ref().and_then(|p| p.resolve(parts));
+    let session = match state
+        .sessions
+        .create(&state.server, config, principal, true)
+    {
+        Ok(session) => session,
+        Err(error) => return sessionful::refused(&error),
+    };
+    let Ok(attached) = session.attach(None) else {
+        session.kill.cancel();
+        return reply::error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            reply::rpc_error(-32603, "internal error"),
+        );
+    };
+    let endpoint = format!("{}?sessionId={}", config.legacy_messages_path, session.id);
+    // The priming event of a Streamable HTTP stream is not sent: the old transport's clients
+    // expect `endpoint` first and may choke on an empty message.
+    let first = Bytes::from(format!("event: endpoint\ndata: {endpoint}\n\n"));
+    // The session lives as long as its stream.
+    let guard = session.kill.clone().drop_guard();
+    reply::event_stream(sse::body(
+        vec![first],
+        attached.live,
+        |event: Bytes| event,
+        config.keep_alive,
+        Some(guard),
+    ))
+}
+
+/// POST: one message for the session named by `sessionId`.
+async fn post(state: &Arc<State>, parts: &http::request::Parts, body: Body) -> Response {
+    if let Err(response) = reply::check_content_type(&parts.headers) {
+        return response;
+    }
+    let session = match lookup(state, parts) {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let config = &state.config;
+    let bytes = match reply::read_body(
+        &parts.headers,
+        body,
+        config.max_body_size,
+        config.body_timeout,
+    )
+    .await
+    {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(value) => value,
+        Err(e) => {
+            return reply::error(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorObject::parse_error(format!("parse error: {e}")),
+            );
+        }
+    };
+    drop(bytes);
+    if value.is_array() {
+        return reply::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            ErrorObject::invalid_request("batch requests are not supported"),
+        );
+    }
+    let message: Message = match barrel_mcp_types::jsonrpc::decode_value(value) {
+        Ok(message) => message,
+        Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
+    };
+    session.touch();
+    match session.deliver(message).await {
+        Ok(()) => reply::empty(StatusCode::ACCEPTED),
+        Err(_) => not_found(),
+    }
+}
+
+/// The legacy session named by the `sessionId` query parameter: 400 without one, 404 when it
+/// is unknown, ended, not a legacy session, or another principal's.
+fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
+    let id = parts.uri.query().and_then(|query| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("sessionId="))
+    });
+    let Some(id) = id else {
+        return Err(reply::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            reply::rpc_error(-32600, "the sessionId query parameter is required"),
+        ));
+    };
+    let session = state
+        .sessions
+        .get(id)
+        .filter(|session| session.legacy)
+        .ok_or_else(not_found)?;
+    if let Some(resolver) = &state.config.principal
+        && resolver.resolve(parts) != session.principal
+    {
+        return Err(not_found());
+    }
+    Ok(session)
+}
+
+fn not_found() -> Response {
+    reply::error(
+        StatusCode::NOT_FOUND,
+        None,
+        reply::rpc_error(-32600, "Session not found"),
+    )
+}
