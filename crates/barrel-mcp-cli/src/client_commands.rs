@@ -9,7 +9,7 @@
 //! | 0 | success |
 //! | 1 | any other failure (bad arguments, a JSON-RPC error, a protocol violation) |
 //! | 2 | the command line could not be parsed (clap's usage error) |
-//! | 3 | authorization needed (HTTP 401/403, once the HTTP client exists) |
+//! | 3 | authorization needed (HTTP 401/403) |
 //! | 4 | the server is unreachable: it could not be started, or the connection failed |
 //! | 5 | the tool reported an error (`isError: true`) |
 
@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use barrel_mcp::client::{CallOptions, Client};
 use barrel_mcp::transport::child::{ChildCommand, ChildProcess, StderrMode};
+use barrel_mcp::transport::http_client::{HttpClientTransport, LegacySseTransport};
 use barrel_mcp::types::{
     CallToolParams, CompleteArgument, CompleteContext, CompleteParams, CompletionReference,
     ContentBlock, GetPromptParams, ProtocolVersion, ReadResourceParams, ResourceContents,
@@ -166,7 +167,12 @@ pub(crate) fn run(runtime: &tokio::runtime::Runtime, command: ClientCommand) -> 
         .map_err(|e| fail(1, format!("{e:#}")))?;
     runtime.block_on(async move {
         let (client, process) = connect(&common, &target).await?;
-        let outcome = execute(&client, &common, command).await;
+        let outcome = execute(&client, &common, command).await.map_err(|e| match e
+            .downcast_ref::<barrel_mcp::Error>()
+        {
+            Some(error) if error.is_auth() => fail(3, format!("{error:#}")),
+            _ => e,
+        });
         client.close();
         if let Some(process) = process {
             let _ = tokio::time::timeout(Duration::from_secs(5), process.wait()).await;
@@ -188,10 +194,39 @@ async fn connect(
         builder = builder.pin(version);
     }
     match target {
-        Target::Http { url, .. } => Err(fail(
-            4,
-            format!("{url}: the HTTP client comes next; use a stdio server for now"),
-        )),
+        Target::Http {
+            url,
+            headers,
+            legacy,
+        } => {
+            let connected = if *legacy {
+                let mut transport =
+                    LegacySseTransport::new(url).map_err(|e| fail(1, e.to_string()))?;
+                for (name, value) in headers {
+                    transport = transport
+                        .header(name, value)
+                        .map_err(|e| fail(1, e.to_string()))?;
+                }
+                builder
+                    .fallback_on_probe_timeout(false)
+                    .connect(transport)
+                    .await
+            } else {
+                let mut transport =
+                    HttpClientTransport::new(url).map_err(|e| fail(1, e.to_string()))?;
+                for (name, value) in headers {
+                    transport = transport
+                        .header(name, value)
+                        .map_err(|e| fail(1, e.to_string()))?;
+                }
+                builder.connect_http(transport).await
+            };
+            match connected {
+                Ok(client) => Ok((client, None)),
+                Err(e) if e.is_auth() => Err(fail(3, format!("{url}: {e}"))),
+                Err(e) => Err(fail(4, format!("connecting to {url}: {e}"))),
+            }
+        }
         Target::Stdio {
             command,
             args,

@@ -16,8 +16,14 @@ use serde_json::Value;
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct TargetArgs {
     /// A Streamable HTTP endpoint.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["server", "command"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["server", "command", "sse"])]
     pub(crate) url: Option<String>,
+    /// A 2024-11-05 HTTP+SSE endpoint (the URL of its event stream).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["server", "command"])]
+    pub(crate) sse: Option<String>,
+    /// A header for an HTTP server, `Name: value` (e.g. `Authorization: Bearer …`). Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "NAME:VALUE")]
+    pub(crate) header: Vec<String>,
     /// A server named in the config file.
     #[arg(long, value_name = "NAME", conflicts_with = "command")]
     pub(crate) server: Option<String>,
@@ -46,16 +52,19 @@ pub(crate) enum Target {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// The 2024-11-05 HTTP+SSE transport instead of Streamable HTTP.
+        legacy: bool,
     },
 }
 
 impl TargetArgs {
     /// The target these options name.
     pub(crate) fn resolve(&self) -> anyhow::Result<Target> {
-        let mut target = if let Some(url) = &self.url {
+        let mut target = if let Some(url) = self.url.as_ref().or(self.sse.as_ref()) {
             Target::Http {
                 url: url.clone(),
                 headers: BTreeMap::new(),
+                legacy: self.sse.is_some(),
             }
         } else if let Some(name) = &self.server {
             let path = self
@@ -78,6 +87,16 @@ impl TargetArgs {
         } else {
             bail!("no server: give --url URL, --server NAME, or a command after --");
         };
+        if let Target::Http { headers, .. } = &mut target {
+            for pair in &self.header {
+                let (name, value) = pair
+                    .split_once(':')
+                    .with_context(|| format!("--header {pair:?} is not NAME:VALUE"))?;
+                headers.insert(name.trim().to_owned(), value.trim().to_owned());
+            }
+        } else if !self.header.is_empty() {
+            bail!("--header applies to --url and --sse servers only");
+        }
         if let Target::Stdio { env, .. } = &mut target {
             for pair in &self.env {
                 let (key, value) = pair
@@ -117,6 +136,7 @@ pub(crate) fn from_config(config: &Value, name: &str) -> anyhow::Result<Target> 
         return Ok(Target::Http {
             url,
             headers: map("headers"),
+            legacy: text("type").as_deref() == Some("sse"),
         });
     }
     let command = text("command").context("the entry has neither \"command\" nor \"url\"")?;

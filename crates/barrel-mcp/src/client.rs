@@ -91,6 +91,8 @@ struct Inner {
     client_capabilities: ClientCapabilities,
     config: ClientConfig,
     events: broadcast::Sender<Event>,
+    /// Set when the connection's task ends, with the HTTP failure that ended it, if any.
+    ended: connect::Ended,
 }
 
 impl Drop for Inner {

@@ -45,6 +45,38 @@ pub enum Error {
     /// capability it needs, or the negotiated revision has no such method. Nothing was sent.
     #[error("not supported: {0}")]
     Unsupported(String),
+    /// An HTTP transport failed in a way the protocol has no answer for: authorization is needed
+    /// (401/403, never read as a protocol answer), the server failed (5xx), or it could not be
+    /// reached. The connection is closed.
+    #[error("{0}")]
+    Http(HttpError),
+}
+
+/// Why an HTTP transport gave up: the status (if an answer came) and the challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    /// The HTTP status, or `None` when no answer came (refused, reset, timed out).
+    pub status: Option<u16>,
+    /// What happened, for people.
+    pub message: String,
+    /// The `WWW-Authenticate` header of a 401 or 403.
+    pub www_authenticate: Option<String>,
+}
+
+impl HttpError {
+    /// True for 401 and 403: the server wants (other) credentials.
+    pub fn is_auth(&self) -> bool {
+        matches!(self.status, Some(401 | 403))
+    }
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.status {
+            Some(status) => write!(f, "HTTP {status}: {}", self.message),
+            None => write!(f, "HTTP request failed: {}", self.message),
+        }
+    }
 }
 
 impl Error {
@@ -61,6 +93,19 @@ impl Error {
     /// True when the call was refused locally because the server or the revision lacks it.
     pub fn is_unsupported(&self) -> bool {
         matches!(self, Self::Unsupported(_))
+    }
+
+    /// True when an HTTP server asked for authorization (401 or 403).
+    pub fn is_auth(&self) -> bool {
+        matches!(self, Self::Http(e) if e.is_auth())
+    }
+
+    /// The HTTP failure, when this is one.
+    pub fn as_http(&self) -> Option<&HttpError> {
+        match self {
+            Self::Http(e) => Some(e),
+            _ => None,
+        }
     }
 
     /// The JSON-RPC error, when this is one.

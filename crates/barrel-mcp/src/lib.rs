@@ -60,4 +60,4 @@ pub mod server;
 pub mod transport;
 
 pub use barrel_mcp_types as types;
-pub use error::{Error, Result};
+pub use error::{Error, HttpError, Result};

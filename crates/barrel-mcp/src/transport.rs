@@ -24,6 +24,8 @@ use barrel_mcp_types::{Message, RequestId};
 use crate::Error;
 
 pub mod child;
+#[cfg(feature = "http-client")]
+pub mod http_client;
 pub mod memory;
 pub mod stdio;
 

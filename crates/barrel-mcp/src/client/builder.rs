@@ -209,4 +209,17 @@ impl ClientBuilder {
     pub async fn connect<T: Transport>(&self, transport: T) -> Result<Client> {
         super::connect::connect(self, transport).await
     }
+
+    /// Connects over Streamable HTTP. Like [`ClientBuilder::connect`], except that a probe
+    /// timeout is an error rather than a reason to fall back (an HTTP server that does not
+    /// answer is not an old server).
+    #[cfg(feature = "http-client")]
+    pub async fn connect_http(
+        &self,
+        transport: crate::transport::http_client::HttpClientTransport,
+    ) -> Result<Client> {
+        let mut builder = self.clone();
+        builder.config.fallback_on_probe_timeout = false;
+        super::connect::connect(&builder, transport).await
+    }
 }

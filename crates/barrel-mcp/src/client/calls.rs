@@ -232,7 +232,12 @@ impl Client {
         options: &CallOptions,
     ) -> Result<Value> {
         let envelope = self.inner.envelope.as_ref();
-        request::send(&self.inner.peer, envelope, method, params, options, false).await
+        let result =
+            request::send(&self.inner.peer, envelope, method, params, options, false).await;
+        match result {
+            Err(error) => Err(super::connect::why_closed(error, &self.inner.ended).await),
+            ok => ok,
+        }
     }
 
     /// Sends one request and decodes its result.
@@ -277,7 +282,13 @@ impl Client {
                 options,
                 true,
             )
-            .await?;
+            .await;
+            let result = match result {
+                Ok(result) => result,
+                Err(error) => {
+                    return Err(super::connect::why_closed(error, &self.inner.ended).await);
+                }
+            };
             if ResultType::of(&result) != ResultType::InputRequired {
                 return decode(method, result);
             }

@@ -18,7 +18,9 @@ use barrel_mcp_types::{
     ProtocolVersion, ServerCapabilities,
 };
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, watch};
 
 use super::builder::{ClientBuilder, VersionMode};
 use super::dispatch::{self, Dispatch};
@@ -27,7 +29,7 @@ use super::request::{self, Envelope};
 use super::{Client, Inner, keepalive};
 use crate::peer::{self, Peer};
 use crate::transport::Transport;
-use crate::{Error, Result};
+use crate::{Error, HttpError, Result};
 
 /// What the handshake settled.
 pub(crate) struct Negotiated {
@@ -58,14 +60,28 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
         events: events.clone(),
         apply_defaults: config.apply_elicitation_defaults,
     });
-    let (peer, _task) = peer::serve(transport, dispatch, config.peer.clone());
+    let (peer, task) = peer::serve(transport, dispatch, config.peer.clone());
     let mut guard = CloseOnDrop(Some(peer.clone()));
     let hello = Hello {
         peer: &peer,
         builder,
         capabilities: &capabilities,
     };
-    let negotiated = hello.negotiate().await?;
+    let (ended_tx, ended) = watch::channel(None);
+    tokio::spawn(async move {
+        let why = match task.await {
+            Ok(Err(Error::Http(e))) => Some(e),
+            _ => None,
+        };
+        let _ = ended_tx.send(Some(why));
+    });
+    let negotiated = match hello.negotiate().await {
+        Ok(negotiated) => negotiated,
+        Err(error) => {
+            drop(guard);
+            return Err(why_closed(error, &ended).await);
+        }
+    };
     guard.0 = None;
     let envelope = negotiated
         .version
@@ -81,6 +97,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
             client_capabilities: capabilities,
             config,
             events,
+            ended,
         }),
     };
     if let Some(keepalive) = client.inner.config.keepalive {
@@ -88,6 +105,26 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
         tokio::spawn(keepalive::run(inner, client.peer().clone(), keepalive));
     }
     Ok(client)
+}
+
+/// What ended the connection, once its task is done: the HTTP failure, if that was it.
+pub(crate) type Ended = watch::Receiver<Option<Option<HttpError>>>;
+
+/// `error`, or when it only says "closed", the transport failure that closed the connection
+/// (an HTTP 401, a 5xx, an unreachable server), when there was one.
+pub(crate) async fn why_closed(error: Error, ended: &Ended) -> Error {
+    if !error.is_closed() {
+        return error;
+    }
+    let mut ended = ended.clone();
+    let waited = tokio::time::timeout(Duration::from_secs(3), ended.wait_for(Option::is_some));
+    match waited.await {
+        Ok(Ok(why)) => match why.as_ref() {
+            Some(Some(http)) => Error::Http(http.clone()),
+            _ => Error::Closed,
+        },
+        _ => Error::Closed,
+    }
 }
 
 /// Closes the connection unless the handshake finished.

@@ -8,6 +8,8 @@ mod child;
 mod eras;
 mod federation;
 mod handler;
+#[cfg(all(feature = "http-client", feature = "http-server"))]
+mod http;
 mod mrtr;
 mod progress;
 mod subscriptions;

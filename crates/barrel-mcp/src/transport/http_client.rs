@@ -1,0 +1,256 @@
+//! The Streamable HTTP client transport (feature `http-client`), and the legacy HTTP+SSE client
+//! for 2024-11-05 servers ([`LegacySseTransport`]).
+//!
+//! [`HttpClientTransport`] speaks to one MCP endpoint URL over plain `http://` (TLS is not built
+//! in yet):
+//!
+//! - **Each outgoing message is one POST** with `Content-Type: application/json` and
+//!   `Accept: application/json, text/event-stream`. A request's POST runs on a task of its own,
+//!   so a slow call never holds up the next message, and a server request that arrives on a
+//!   call's SSE stream (sampling, elicitation) can be answered while the call is still open.
+//!   Notifications and responses are POSTed in order and expect 202.
+//! - **Answers** are one JSON body or an SSE stream (decoded with a bounded event size,
+//!   [`HttpClientConfig::max_event_size`]). Everything on the stream reaches the peer in order:
+//!   progress, log messages, server requests, then the response. A JSON body that answers a POST
+//!   without an `id` is taken as that request's answer (the POST carried only one request).
+//! - **Headers**: `Mcp-Session-Id` is captured from the `initialize` answer and sent on every
+//!   later message; `MCP-Protocol-Version` names the revision the `initialize` result chose
+//!   (the transport reads it from the answer; `initialize` itself carries no version header). A
+//!   2026-07-28 request (one whose `params._meta` claims the revision) carries that revision,
+//!   `Mcp-Method`, `Mcp-Name` (`params.name` or `params.uri`, in the `=?base64?…?=` form when
+//!   it is not plain visible ASCII) and `Mcp-Param-{Name}` for each `x-mcp-header` argument of
+//!   a tool this transport saw in a `tools/list` answer. [`HttpClientTransport::header`] adds
+//!   headers of your own (`Authorization`, ...).
+//! - **Resumption**: an SSE stream that ends before the call's response is resumed with a GET
+//!   carrying `Last-Event-ID`, after the server's `retry` (or
+//!   [`HttpClientConfig::default_retry`]), up to [`HttpClientConfig::max_resumptions`] times.
+//! - **The GET stream**: after `notifications/initialized`, a GET opens the session's stream for
+//!   server-initiated messages; it reconnects after the server's `retry` with `Last-Event-ID`.
+//!   405 (or any other refusal) means the server offers none: nothing more is tried.
+//! - **404 on a known session**: the session expired. The transport re-runs the handshake itself
+//!   (the `initialize` it sent first, then `notifications/initialized`) and sends the message
+//!   again, once. The client keeps its handle and its calls; what the old session held on the
+//!   server side (subscriptions, the log level) is gone. [`HttpClientConfig::reinitialize`]
+//!   turns this off; the message then fails.
+//! - **Cancellation**: in 2026-07-28 a cancelled call drops its HTTP response (there is no
+//!   session to send `notifications/cancelled` to); in a session the notification is POSTed.
+//! - **Failures**: 401 and 403 end the connection with [`Error::Http`] whose
+//!   [`HttpError::is_auth`](crate::HttpError::is_auth) is true, never read as a protocol
+//!   answer; so do 5xx answers and a server that cannot be reached. Another 4xx with a JSON-RPC
+//!   body is that body; without one it fails the call with a JSON-RPC error that names the
+//!   status (`data.httpStatus`), which [`Client`](crate::client::Client) reads as "not a
+//!   2026-07-28 server" when it probes.
+//! - **Close**: closing the sending half DELETEs the session (a 405 is fine).
+//!
+//! ```no_run
+//! # async fn run() -> barrel_mcp::Result<()> {
+//! use barrel_mcp::client::Client;
+//! use barrel_mcp::transport::http_client::HttpClientTransport;
+//!
+//! let transport = HttpClientTransport::new("http://127.0.0.1:8080/mcp")?
+//!     .header("authorization", "Bearer my-token")?;
+//! let client = Client::builder().connect_http(transport).await?;
+//! println!("{} speaks {}", client.server_info().name, client.protocol_version());
+//! # Ok(())
+//! # }
+//! ```
+
+mod exchange;
+mod headers;
+mod legacy;
+mod sse;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp_types::Message;
+use http::{HeaderMap, HeaderName, HeaderValue, Uri};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+pub use legacy::{LegacyReader, LegacySseTransport, LegacyWriter};
+
+use super::{Frame, MessageReader, MessageWriter, Transport};
+use crate::Error;
+use state::State;
+
+/// The default largest SSE event or JSON body accepted: 4 MiB, like a stdio line.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
+
+/// Limits and behaviour of an HTTP client transport. Every field has a documented default.
+#[derive(Debug, Clone)]
+pub struct HttpClientConfig {
+    /// The largest SSE event accepted, in bytes; a larger one is skipped and fails the call
+    /// whose stream carried it. Default 4 MiB.
+    pub max_event_size: usize,
+    /// The largest JSON answer body accepted, in bytes. Default 4 MiB.
+    pub max_body_size: usize,
+    /// How long to wait before resuming or reconnecting a stream when the server named no
+    /// `retry`. Default 1 s.
+    pub default_retry: Duration,
+    /// How many times one call's stream is resumed (GET with `Last-Event-ID`) before the call
+    /// fails. Default 5.
+    pub max_resumptions: u32,
+    /// Open the GET stream for server-initiated messages once a session is initialized.
+    /// Default true.
+    pub open_get_stream: bool,
+    /// Re-run the handshake when the server answers 404 for a known session. Default true.
+    pub reinitialize: bool,
+    /// How long opening a TCP connection may take. Default 10 s.
+    pub connect_timeout: Duration,
+    /// How long the DELETE on close may take. Default 5 s.
+    pub close_timeout: Duration,
+    /// Messages from the server buffered for the peer before streams wait. Default 64.
+    pub inbound_queue: usize,
+}
+
+impl Default for HttpClientConfig {
+    fn default() -> Self {
+        Self {
+            max_event_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_body_size: DEFAULT_MAX_MESSAGE_SIZE,
+            default_retry: Duration::from_secs(1),
+            max_resumptions: 5,
+            open_get_stream: true,
+            reinitialize: true,
+            connect_timeout: Duration::from_secs(10),
+            close_timeout: Duration::from_secs(5),
+            inbound_queue: 64,
+        }
+    }
+}
+
+/// A Streamable HTTP client connection to one endpoint (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct HttpClientTransport {
+    url: Uri,
+    headers: HeaderMap,
+    config: HttpClientConfig,
+}
+
+impl HttpClientTransport {
+    /// Speaks to the endpoint at `url` (`http://` only).
+    pub fn new(url: &str) -> Result<Self, Error> {
+        Ok(Self {
+            url: parse_url(url)?,
+            headers: HeaderMap::new(),
+            config: HttpClientConfig::default(),
+        })
+    }
+
+    /// Sends this header with every request (`Authorization`, an API key, ...). Fails for a
+    /// name or value HTTP does not allow.
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, Error> {
+        let (name, value) = header_pair(name, value)?;
+        self.headers.append(name, value);
+        Ok(self)
+    }
+
+    /// Replaces every limit at once.
+    pub fn config(mut self, config: HttpClientConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The largest SSE event accepted, in bytes.
+    pub fn max_event_size(mut self, max: usize) -> Self {
+        self.config.max_event_size = max;
+        self
+    }
+
+    /// The endpoint.
+    pub fn url(&self) -> &Uri {
+        &self.url
+    }
+}
+
+impl Transport for HttpClientTransport {
+    type Reader = HttpReader;
+    type Writer = HttpWriter;
+
+    /// Must be called within a Tokio runtime (the writer spawns a task per request).
+    fn split(self) -> (HttpReader, HttpWriter) {
+        let (tx, rx) = mpsc::channel(self.config.inbound_queue.max(1));
+        let closed = CancellationToken::new();
+        let state = Arc::new(State::new(
+            self.url,
+            self.headers,
+            self.config,
+            tx,
+            closed.clone(),
+        ));
+        (
+            HttpReader {
+                rx,
+                closed: closed.clone(),
+            },
+            HttpWriter {
+                state,
+                _closed: closed.drop_guard(),
+            },
+        )
+    }
+}
+
+/// What a transport task hands the reader: a frame, or the failure that ends the connection.
+pub(crate) type Inbound = Result<Frame, Error>;
+
+/// The receiving half of an [`HttpClientTransport`]: every stream's messages, in the order each
+/// stream delivered them.
+#[derive(Debug)]
+pub struct HttpReader {
+    rx: mpsc::Receiver<Inbound>,
+    closed: CancellationToken,
+}
+
+impl MessageReader for HttpReader {
+    /// Cancel-safe: a message is either returned or stays queued.
+    async fn recv(&mut self) -> Result<Option<Frame>, Error> {
+        tokio::select! {
+            biased;
+            inbound = self.rx.recv() => inbound.transpose(),
+            () = self.closed.cancelled() => Ok(None),
+        }
+    }
+}
+
+/// The sending half of an [`HttpClientTransport`]. Dropping it stops every stream; closing it
+/// also DELETEs the session.
+#[derive(Debug)]
+pub struct HttpWriter {
+    state: Arc<State>,
+    _closed: DropGuard,
+}
+
+impl MessageWriter for HttpWriter {
+    async fn send(&mut self, message: Message) -> Result<(), Error> {
+        self.state.send(message).await
+    }
+
+    async fn close(&mut self) -> Result<(), Error> {
+        self.state.close().await;
+        Ok(())
+    }
+}
+
+fn parse_url(url: &str) -> Result<Uri, Error> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| Error::Protocol(format!("invalid URL {url:?}: {e}")))?;
+    match uri.scheme_str() {
+        Some("http") => Ok(uri),
+        Some("https") => Err(Error::Unsupported(format!(
+            "{url}: https is not built in yet; use http:// (or a local TLS proxy)"
+        ))),
+        _ => Err(Error::Protocol(format!("{url:?} is not an http:// URL"))),
+    }
+}
+
+fn header_pair(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), Error> {
+    let name = HeaderName::try_from(name.trim())
+        .map_err(|_| Error::Protocol(format!("invalid header name {name:?}")))?;
+    let value = HeaderValue::try_from(value.trim())
+        .map_err(|_| Error::Protocol(format!("invalid value for header {name}")))?;
+    Ok((name, value))
+}

@@ -1,0 +1,464 @@
+//! One request's exchange (POST, then its JSON or SSE answer, resumed with GET when the stream
+//! breaks), the session's GET stream, and re-running the handshake after a 404.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use barrel_mcp_types::jsonrpc::{self, DecodeError};
+use barrel_mcp_types::{ErrorCode, ErrorObject, Message, RequestId, Response};
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::headers;
+use super::sse::{Item, SseDecoder};
+use super::state::{State, lock, next_reinit_id, refusal};
+use crate::transport::Frame;
+use crate::{Error, HttpError};
+
+/// The request a POST carries, and what its answer teaches the transport.
+struct Call {
+    id: RequestId,
+    method: String,
+}
+
+/// Runs one request's exchange; a failure that ends the connection goes to the reader.
+pub(super) async fn run(state: Arc<State>, message: Message, cancel: CancellationToken) {
+    let Message::Request(request) = &message else {
+        return;
+    };
+    let call = Call {
+        id: request.id.clone(),
+        method: request.method.clone(),
+    };
+    let outcome = tokio::select! {
+        outcome = exchange(&state, &message, &call) => outcome,
+        () = cancel.cancelled() => Ok(()),
+        () = state.closed.cancelled() => Ok(()),
+    };
+    lock(&state.stateless_calls).remove(&call.id);
+    if let Err(error) = outcome {
+        state.fail(error).await;
+    }
+}
+
+async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<(), Error> {
+    let mut retried = false;
+    loop {
+        let (headers, session) = state.headers_for(message);
+        let response = state.post(message.to_json(), headers).await?;
+        let status = response.status();
+        if call.method == "initialize"
+            && let Some(id) = response.headers().get(headers::SESSION_ID)
+        {
+            lock(&state.session).id = Some(id.clone());
+        }
+        if status.is_success() {
+            return answer(state, call, response).await;
+        }
+        if let Some(error) = refusal(&response) {
+            return Err(error);
+        }
+        if status == StatusCode::NOT_FOUND
+            && !retried
+            && state.config.reinitialize
+            && let Some(stale) = session
+        {
+            reinitialize(state, &stale).await?;
+            retried = true;
+            continue;
+        }
+        // Another 4xx: a JSON-RPC body is the answer; without one, the status is.
+        let body = read_limited(response.into_body(), state.config.max_body_size).await;
+        if let Some(Ok(Message::Response(mut response))) = body
+            .as_deref()
+            .ok()
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .map(jsonrpc::decode)
+        {
+            response.id.get_or_insert_with(|| call.id.clone());
+            deliver(state, call, Ok(Message::Response(response))).await;
+            return Ok(());
+        }
+        let text = body
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b[..b.len().min(200)]).into_owned())
+            .unwrap_or_default();
+        let error = ErrorObject::new(
+            ErrorCode::INVALID_REQUEST,
+            format!("HTTP {status}: {}", text.trim()),
+        )
+        .with_data(json!({ "httpStatus": status.as_u16() }));
+        let response = Response::error(Some(call.id.clone()), error);
+        state.deliver(Ok(Message::Response(response))).await;
+        return Ok(());
+    }
+}
+
+/// Reads a 2xx answer: JSON, SSE, or (wrongly) nothing.
+async fn answer(
+    state: &Arc<State>,
+    call: &Call,
+    response: http::Response<Incoming>,
+) -> Result<(), Error> {
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.starts_with("text/event-stream") {
+        return stream(state, call, response.into_body()).await;
+    }
+    let status = response.status();
+    let body = match read_limited(response.into_body(), state.config.max_body_size).await {
+        Ok(body) => body,
+        Err(why) => return fail_call(state, call, why).await,
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        let why = format!("the server answered {status} without a response");
+        return fail_call(state, call, why).await;
+    }
+    let frame = match std::str::from_utf8(&body) {
+        Ok(text) => jsonrpc::decode(text),
+        Err(_) => return fail_call(state, call, "the answer is not UTF-8".into()).await,
+    };
+    let frame = match frame {
+        // One POST carried one request: an answer without an id is its answer.
+        Ok(Message::Response(mut response)) if response.id.is_none() => {
+            response.id = Some(call.id.clone());
+            Ok(Message::Response(response))
+        }
+        other => other,
+    };
+    if !deliver(state, call, frame).await {
+        fail_call(
+            state,
+            call,
+            "the answer is not this request's response".into(),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Reads the call's SSE stream, resuming it with GET + `Last-Event-ID` when it ends early.
+async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(), Error> {
+    let mut decoder = SseDecoder::new(state.config.max_event_size);
+    let mut resumptions = 0;
+    loop {
+        match pump(state, Some(call), &mut decoder, body).await {
+            Pumped::Answered => return Ok(()),
+            Pumped::TooLarge => {
+                let why = format!(
+                    "an SSE event exceeded {} bytes (HttpClientConfig::max_event_size)",
+                    state.config.max_event_size
+                );
+                return fail_call(state, call, why).await;
+            }
+            Pumped::Ended => {}
+        }
+        let Some(last) = decoder.last_event_id().map(str::to_owned) else {
+            let why = "the stream ended before the response (and cannot be resumed)".into();
+            return fail_call(state, call, why).await;
+        };
+        resumptions += 1;
+        if resumptions > state.config.max_resumptions {
+            let why = format!("the stream broke {resumptions} times before the response");
+            return fail_call(state, call, why).await;
+        }
+        let delay = decoder.retry().unwrap_or(state.config.default_retry);
+        tokio::time::sleep(delay).await;
+        tracing::debug!(id = %call.id, last, "resuming the stream");
+        let response = state.get(Some(&last)).await?;
+        if let Some(error) = refusal(&response) {
+            return Err(error);
+        }
+        if !response.status().is_success() {
+            let why = format!(
+                "resuming the stream was refused: HTTP {}",
+                response.status()
+            );
+            return fail_call(state, call, why).await;
+        }
+        body = response.into_body();
+    }
+}
+
+enum Pumped {
+    /// The call's response arrived (the rest of the stream was read too).
+    Answered,
+    /// The stream ended (or broke) first.
+    Ended,
+    /// An event was too large.
+    TooLarge,
+}
+
+/// Reads one SSE body to its end, delivering each message.
+async fn pump(
+    state: &State,
+    call: Option<&Call>,
+    decoder: &mut SseDecoder,
+    mut body: Incoming,
+) -> Pumped {
+    let mut answered = false;
+    let mut items = Vec::new();
+    loop {
+        let chunk = match body.frame().await {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue,
+            },
+            Some(Err(e)) => {
+                tracing::debug!("SSE stream broke: {e}");
+                break;
+            }
+            None => break,
+        };
+        decoder.feed(&chunk, &mut items);
+        for item in items.drain(..) {
+            let event = match item {
+                Item::Event(event) => event,
+                Item::TooLarge => return Pumped::TooLarge,
+            };
+            let is_message = event.event.as_deref().is_none_or(|e| e == "message");
+            if !is_message || event.data.trim().is_empty() {
+                continue;
+            }
+            let frame = jsonrpc::decode(&event.data);
+            match call {
+                Some(call) => answered |= deliver(state, call, frame).await,
+                None => state.deliver(frame).await,
+            }
+        }
+    }
+    if answered {
+        Pumped::Answered
+    } else {
+        Pumped::Ended
+    }
+}
+
+/// Delivers a frame of `call`'s answer, learning from it; true when it answers the call.
+async fn deliver(state: &State, call: &Call, frame: Frame) -> bool {
+    let answers = match &frame {
+        Ok(Message::Response(response)) => response.id.as_ref() == Some(&call.id),
+        Err(error) => error.id.as_ref() == Some(&call.id) && error.no_reply,
+        _ => false,
+    };
+    if answers
+        && let Ok(Message::Response(Response {
+            outcome: Ok(result),
+            ..
+        })) = &frame
+    {
+        learn(state, call, result);
+    }
+    state.deliver(frame).await;
+    answers
+}
+
+/// What the transport keeps from answers: the revision `initialize` chose, and the
+/// `x-mcp-header` arguments of listed tools.
+fn learn(state: &State, call: &Call, result: &Value) {
+    match call.method.as_str() {
+        "initialize" => {
+            let version = result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .and_then(|v| HeaderValue::try_from(v).ok());
+            lock(&state.session).version = version;
+        }
+        "tools/list" => {
+            let mut tools = lock(&state.tool_params);
+            for (name, params) in headers::tool_params(result) {
+                tools.insert(name, params);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fails the call (its future returns a protocol error) and keeps the connection.
+async fn fail_call(state: &State, call: &Call, why: String) -> Result<(), Error> {
+    tracing::debug!(id = %call.id, "{why}");
+    let error = DecodeError {
+        id: Some(call.id.clone()),
+        error: ErrorObject::internal(why),
+        no_reply: true,
+    };
+    state.deliver(Err(error)).await;
+    Ok(())
+}
+
+/// Reads a body of at most `max` bytes.
+async fn read_limited(mut body: Incoming, max: usize) -> Result<Bytes, String> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the answer failed: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > max {
+                return Err(format!(
+                    "the answer is larger than {max} bytes (HttpClientConfig::max_body_size)"
+                ));
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(out))
+}
+
+/// Starts the session's GET stream unless it runs already.
+pub(super) fn start_listening(state: &Arc<State>) {
+    if !state.config.open_get_stream || state.listening.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        tokio::select! {
+            () = listen(&state) => {}
+            () = state.closed.cancelled() => {}
+        }
+        state.listening.store(false, Ordering::Release);
+    });
+}
+
+/// The GET stream: server-initiated messages, reconnected with `Last-Event-ID` after `retry`.
+async fn listen(state: &State) {
+    let mut last: Option<String> = None;
+    let mut failures = 0u32;
+    loop {
+        let response = match state.get(last.as_deref()).await {
+            Ok(response) => response,
+            Err(error) => {
+                failures += 1;
+                if failures > state.config.max_resumptions {
+                    tracing::debug!(%error, "the GET stream is gone");
+                    return;
+                }
+                tokio::time::sleep(state.config.default_retry * failures).await;
+                continue;
+            }
+        };
+        if let Some(error) = refusal(&response) {
+            if error.is_auth() {
+                state.fail(error).await;
+            }
+            return;
+        }
+        if !response.status().is_success() {
+            // 405: the server offers no stream; 404: the session is gone (a POST re-runs the
+            // handshake and starts a new stream).
+            tracing::debug!(status = %response.status(), "no GET stream");
+            return;
+        }
+        failures = 0;
+        let mut decoder = SseDecoder::new(state.config.max_event_size).with_last_event_id(last);
+        if let Pumped::TooLarge = pump(state, None, &mut decoder, response.into_body()).await {
+            tracing::warn!("an event on the GET stream was too large; reconnecting");
+        }
+        last = decoder.last_event_id().map(str::to_owned);
+        tokio::time::sleep(decoder.retry().unwrap_or(state.config.default_retry)).await;
+    }
+}
+
+/// Re-runs the handshake after the server forgot the session `stale`.
+pub(super) async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Error> {
+    let _one_at_a_time = state.reinit.lock().await;
+    let params = {
+        let mut session = lock(&state.session);
+        if session.id.as_ref() != Some(stale) {
+            return Ok(()); // another task already did it
+        }
+        session.id = None;
+        session.init_params.clone()
+    };
+    tracing::debug!("the server forgot the session; initializing again");
+    let id = next_reinit_id(state);
+    let message = Message::request(id.clone(), "initialize", params);
+    let (headers, _) = state.headers_for(&message);
+    let response = state.post(message.to_json(), headers).await?;
+    if let Some(error) = refusal(&response) {
+        return Err(error);
+    }
+    let lost = |why: String| {
+        Error::Http(HttpError {
+            status: Some(404),
+            message: format!("the session expired and initializing again failed: {why}"),
+            www_authenticate: None,
+        })
+    };
+    if !response.status().is_success() {
+        return Err(lost(format!("HTTP {}", response.status())));
+    }
+    let new_id = response.headers().get(headers::SESSION_ID).cloned();
+    let is_sse = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let result = if is_sse {
+        let mut decoder = SseDecoder::new(state.config.max_event_size);
+        first_response(&mut decoder, response.into_body(), &id).await
+    } else {
+        read_limited(response.into_body(), state.config.max_body_size)
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v.get("result").cloned())
+    };
+    let result = result.ok_or_else(|| lost("no initialize result".into()))?;
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| HeaderValue::try_from(v).ok());
+    {
+        let mut session = lock(&state.session);
+        session.id = new_id;
+        session.version = version;
+    }
+    let initialized = Message::notification("notifications/initialized", None);
+    let (headers, _) = state.headers_for(&initialized);
+    let response = state.post(initialized.to_json(), headers).await?;
+    if !response.status().is_success() {
+        return Err(lost(format!(
+            "notifications/initialized got HTTP {}",
+            response.status()
+        )));
+    }
+    start_listening(state);
+    Ok(())
+}
+
+/// The result of the response to `id` on an SSE body, if it comes.
+async fn first_response(
+    decoder: &mut SseDecoder,
+    mut body: Incoming,
+    id: &RequestId,
+) -> Option<Value> {
+    let mut items = Vec::new();
+    while let Some(Ok(frame)) = body.frame().await {
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        decoder.feed(&chunk, &mut items);
+        for item in items.drain(..) {
+            let Item::Event(event) = item else {
+                return None;
+            };
+            if let Ok(Message::Response(Response {
+                id: Some(got),
+                outcome,
+            })) = jsonrpc::decode(&event.data)
+                && &got == id
+            {
+                return outcome.ok();
+            }
+        }
+    }
+    None
+}

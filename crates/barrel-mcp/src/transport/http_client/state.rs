@@ -1,0 +1,331 @@
+//! What the halves and the stream tasks of one HTTP client connection share: the HTTP client,
+//! the session, and the queue to the reader.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use barrel_mcp_types::{Message, RequestId};
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::headers::{self, HeaderParam};
+use super::{HttpClientConfig, Inbound, exchange};
+use crate::{Error, HttpError};
+
+const CANCELLED: &str = "notifications/cancelled";
+const INITIALIZED: &str = "notifications/initialized";
+pub(super) const JSON_AND_SSE: &str = "application/json, text/event-stream";
+
+/// The session, as far as this client knows it.
+#[derive(Debug, Default)]
+pub(super) struct Session {
+    /// `Mcp-Session-Id`, once `initialize` was answered with one.
+    pub(super) id: Option<HeaderValue>,
+    /// The revision the `initialize` result chose.
+    pub(super) version: Option<HeaderValue>,
+    /// The `initialize` params sent first, to re-run the handshake after a 404.
+    pub(super) init_params: Option<Value>,
+}
+
+pub(crate) struct State {
+    pub(super) config: HttpClientConfig,
+    url: Uri,
+    headers: HeaderMap,
+    client: Client<HttpConnector, Full<Bytes>>,
+    pub(super) session: Mutex<Session>,
+    /// Held while the handshake is re-run, so concurrent 404s run it once.
+    pub(super) reinit: tokio::sync::Mutex<()>,
+    pub(super) reinit_count: AtomicU64,
+    /// Tools with `x-mcp-header` arguments, from the last `tools/list` answers.
+    pub(super) tool_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    /// 2026-07-28 calls in flight: cancelling one drops its HTTP exchange.
+    pub(super) stateless_calls: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// True while the GET stream task runs.
+    pub(super) listening: AtomicBool,
+    inbound: mpsc::Sender<Inbound>,
+    pub(super) closed: CancellationToken,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("url", &self.url)
+            .field("closed", &self.closed.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl State {
+    pub(super) fn new(
+        url: Uri,
+        headers: HeaderMap,
+        config: HttpClientConfig,
+        inbound: mpsc::Sender<Inbound>,
+        closed: CancellationToken,
+    ) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(config.connect_timeout));
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Self {
+            config,
+            url,
+            headers,
+            client,
+            session: Mutex::new(Session::default()),
+            reinit: tokio::sync::Mutex::new(()),
+            reinit_count: AtomicU64::new(0),
+            tool_params: Mutex::new(HashMap::new()),
+            stateless_calls: Mutex::new(HashMap::new()),
+            listening: AtomicBool::new(false),
+            inbound,
+            closed,
+        }
+    }
+
+    /// Hands a frame to the reader (waiting while its queue is full).
+    pub(super) async fn deliver(&self, frame: crate::transport::Frame) {
+        let _ = self.inbound.send(Ok(frame)).await;
+    }
+
+    /// Ends the connection with `error`, which the reader returns.
+    pub(super) async fn fail(&self, error: Error) {
+        tracing::debug!(%error, "HTTP transport failed");
+        let _ = self.inbound.send(Err(error)).await;
+    }
+
+    /// Sends one message (see the module docs for what each kind does).
+    pub(super) async fn send(self: &std::sync::Arc<Self>, message: Message) -> Result<(), Error> {
+        if self.closed.is_cancelled() {
+            return Err(Error::Closed);
+        }
+        match &message {
+            Message::Request(request) => {
+                let cancel = CancellationToken::new();
+                let stateless = headers::claimed_version(&message).is_some();
+                if stateless {
+                    lock(&self.stateless_calls).insert(request.id.clone(), cancel.clone());
+                }
+                if request.method == "initialize" {
+                    lock(&self.session).init_params = request.params.clone();
+                }
+                let state = std::sync::Arc::clone(self);
+                tokio::spawn(exchange::run(state, message, cancel));
+                Ok(())
+            }
+            Message::Notification(n) if n.method == CANCELLED => {
+                let id = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_value);
+                let call = id.and_then(|id| lock(&self.stateless_calls).remove(&id));
+                match call {
+                    // No session to tell: dropping the exchange is the cancellation.
+                    Some(cancel) => {
+                        cancel.cancel();
+                        Ok(())
+                    }
+                    None => self.post_one_way(&message).await,
+                }
+            }
+            _ => self.post_one_way(&message).await,
+        }
+    }
+
+    /// POSTs a notification or a response, which the server acknowledges with 202.
+    async fn post_one_way(self: &std::sync::Arc<Self>, message: &Message) -> Result<(), Error> {
+        let mut retried = false;
+        loop {
+            let (headers, session) = self.headers_for(message);
+            let response = self.post(message.to_json(), headers).await?;
+            let status = response.status();
+            if status.is_success() {
+                if matches!(message, Message::Notification(n) if n.method == INITIALIZED) {
+                    exchange::start_listening(self);
+                }
+                return Ok(());
+            }
+            if let Some(error) = refusal(&response) {
+                return Err(error);
+            }
+            if status == StatusCode::NOT_FOUND
+                && !retried
+                && self.config.reinitialize
+                && let Some(stale) = session
+            {
+                exchange::reinitialize(self, &stale).await?;
+                retried = true;
+                continue;
+            }
+            tracing::debug!(%status, "the server refused a notification or response");
+            return Ok(());
+        }
+    }
+
+    /// The headers for `message`, and the session id they carry.
+    pub(super) fn headers_for(&self, message: &Message) -> (HeaderMap, Option<HeaderValue>) {
+        let mut headers = self.headers.clone();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static(JSON_AND_SSE));
+        let is_initialize = matches!(message, Message::Request(r) if r.method == "initialize");
+        if let Some(version) = headers::claimed_version(message) {
+            if let Ok(version) = HeaderValue::try_from(version) {
+                headers.insert(headers::PROTOCOL_VERSION, version);
+            }
+            if let Message::Request(request) = message {
+                headers::modern(request, &lock(&self.tool_params), &mut headers);
+            }
+            return (headers, None);
+        }
+        if is_initialize {
+            return (headers, None);
+        }
+        let session = lock(&self.session);
+        if let Some(version) = &session.version {
+            headers.insert(headers::PROTOCOL_VERSION, version.clone());
+        }
+        if let Some(id) = &session.id {
+            headers.insert(headers::SESSION_ID, id.clone());
+        }
+        (headers, session.id.clone())
+    }
+
+    /// One POST; `Err` only when no answer came (the connection ends).
+    pub(super) async fn post(
+        &self,
+        body: String,
+        headers: HeaderMap,
+    ) -> Result<Response<Incoming>, Error> {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(self.url.clone())
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| Error::Protocol(format!("building the request: {e}")))?;
+        *request.headers_mut() = headers;
+        self.request(request).await
+    }
+
+    /// A GET for the session's stream, resuming after `last_event_id` when given.
+    pub(super) async fn get(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<Response<Incoming>, Error> {
+        let mut headers = self.headers.clone();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        {
+            let session = lock(&self.session);
+            if let Some(version) = &session.version {
+                headers.insert(headers::PROTOCOL_VERSION, version.clone());
+            }
+            if let Some(id) = &session.id {
+                headers.insert(headers::SESSION_ID, id.clone());
+            }
+        }
+        if let Some(id) = last_event_id.and_then(|id| HeaderValue::try_from(id).ok()) {
+            headers.insert(headers::LAST_EVENT_ID, id);
+        }
+        let mut request = Request::builder()
+            .method(Method::GET)
+            .uri(self.url.clone())
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| Error::Protocol(format!("building the request: {e}")))?;
+        *request.headers_mut() = headers;
+        self.request(request).await
+    }
+
+    async fn request(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, Error> {
+        self.client.request(request).await.map_err(|e| {
+            Error::Http(HttpError {
+                status: None,
+                message: format!("{}: {}", self.url, error_chain(&e)),
+                www_authenticate: None,
+            })
+        })
+    }
+
+    /// Stops every stream and DELETEs the session.
+    pub(super) async fn close(&self) {
+        self.closed.cancel();
+        let session = lock(&self.session).id.clone();
+        let Some(session) = session else { return };
+        let mut headers = self.headers.clone();
+        headers.insert(headers::SESSION_ID, session);
+        if let Some(version) = lock(&self.session).version.clone() {
+            headers.insert(headers::PROTOCOL_VERSION, version);
+        }
+        let Ok(mut request) = Request::builder()
+            .method(Method::DELETE)
+            .uri(self.url.clone())
+            .body(Full::new(Bytes::new()))
+        else {
+            return;
+        };
+        *request.headers_mut() = headers;
+        match tokio::time::timeout(self.config.close_timeout, self.client.request(request)).await {
+            Ok(Ok(response)) => {
+                tracing::debug!(status = %response.status(), "session deleted");
+            }
+            Ok(Err(e)) => tracing::debug!("DELETE failed: {}", error_chain(&e)),
+            Err(_) => tracing::debug!("DELETE timed out"),
+        }
+    }
+}
+
+/// A status that ends the connection: 401/403 (authorization) and 5xx.
+pub(super) fn refusal<B>(response: &Response<B>) -> Option<Error> {
+    let status = response.status();
+    if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+        let challenge = response
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        return Some(Error::Http(HttpError {
+            status: Some(status.as_u16()),
+            message: "the server requires authorization".into(),
+            www_authenticate: challenge,
+        }));
+    }
+    if status.is_server_error() {
+        return Some(Error::Http(HttpError {
+            status: Some(status.as_u16()),
+            message: status
+                .canonical_reason()
+                .unwrap_or("server error")
+                .to_owned(),
+            www_authenticate: None,
+        }));
+    }
+    None
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+pub(super) fn next_reinit_id(state: &State) -> RequestId {
+    let n = state.reinit_count.fetch_add(1, Ordering::Relaxed);
+    RequestId::String(format!("barrel-mcp-reinitialize-{n}"))
+}
