@@ -166,19 +166,30 @@ impl Hello<'_> {
         }
     }
 
-    /// `server/discover` with the envelope of `version`, classified.
+    /// `server/discover` with the envelope of `version`, classified. A -32022 that lists the
+    /// revision we asked for is corrective (a server or proxy that wants a retry): probed once
+    /// more.
     async fn probe(&self, version: ProtocolVersion) -> Result<Probe> {
         let envelope = Envelope::new(version, self.capabilities, &self.builder.info);
         let options = CallOptions::new().timeout(self.builder.config.probe_timeout);
-        let answer = request::send(
-            self.peer,
-            Some(&envelope),
-            names::SERVER_DISCOVER,
-            None,
-            &options,
-            false,
-        )
-        .await;
+        let discover = || {
+            request::send(
+                self.peer,
+                Some(&envelope),
+                names::SERVER_DISCOVER,
+                None,
+                &options,
+                false,
+            )
+        };
+        let mut answer = discover().await;
+        if let Err(Error::Rpc(error)) = &answer
+            && error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+            && supported(error).contains(&version)
+        {
+            tracing::debug!("server/discover refused {version} while listing it; probing again");
+            answer = discover().await;
+        }
         match answer {
             Ok(result) => Ok(classify_discover(result)),
             Err(Error::Rpc(error)) => classify_error(error),

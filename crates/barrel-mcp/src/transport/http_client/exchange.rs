@@ -250,11 +250,12 @@ async fn deliver(state: &State, call: &Call, frame: Frame) -> bool {
         Err(error) => error.id.as_ref() == Some(&call.id) && error.no_reply,
         _ => false,
     };
+    let mut frame = frame;
     if answers
         && let Ok(Message::Response(Response {
             outcome: Ok(result),
             ..
-        })) = &frame
+        })) = &mut frame
     {
         learn(state, call, result);
     }
@@ -263,8 +264,9 @@ async fn deliver(state: &State, call: &Call, frame: Frame) -> bool {
 }
 
 /// What the transport keeps from answers: the revision `initialize` chose, and the
-/// `x-mcp-header` arguments of listed tools.
-fn learn(state: &State, call: &Call, result: &Value) {
+/// `x-mcp-header` arguments of listed tools. Tools whose annotations are invalid are dropped
+/// from the `tools/list` result, as the spec asks of HTTP clients.
+fn learn(state: &State, call: &Call, result: &mut Value) {
     match call.method.as_str() {
         "initialize" => {
             let version = result
@@ -274,9 +276,18 @@ fn learn(state: &State, call: &Call, result: &Value) {
             lock(&state.session).version = version;
         }
         "tools/list" => {
-            let mut tools = lock(&state.tool_params);
-            for (name, params) in headers::tool_params(result) {
-                tools.insert(name, params);
+            let (valid, invalid) = headers::tool_params(result);
+            {
+                let mut tools = lock(&state.tool_params);
+                for (name, params) in valid {
+                    tools.insert(name, params);
+                }
+            }
+            if let Some(Value::Array(listed)) = result.get_mut("tools") {
+                listed.retain(|tool| {
+                    let name = tool.get("name").and_then(Value::as_str);
+                    !name.is_some_and(|name| invalid.iter().any(|bad| bad == name))
+                });
             }
         }
         _ => {}

@@ -85,11 +85,12 @@ pub(super) fn modern(
     }
 }
 
-/// The `x-mcp-header` arguments of each tool in a `tools/list` result. Tools whose annotations
-/// break the rules are left out (and logged): the spec has clients drop them.
-pub(super) fn tool_params(result: &Value) -> Vec<(String, Vec<HeaderParam>)> {
+/// The `x-mcp-header` arguments of each tool in a `tools/list` result, and the names of the
+/// tools whose annotations break the rules (logged; the spec has HTTP clients drop them).
+pub(super) fn tool_params(result: &Value) -> (Vec<(String, Vec<HeaderParam>)>, Vec<String>) {
+    let mut invalid = Vec::new();
     let Some(tools) = result.get("tools").and_then(Value::as_array) else {
-        return Vec::new();
+        return (Vec::new(), invalid);
     };
     let mut found = Vec::new();
     for tool in tools {
@@ -102,10 +103,16 @@ pub(super) fn tool_params(result: &Value) -> Vec<(String, Vec<HeaderParam>)> {
         match annotations(schema) {
             Ok(params) if params.is_empty() => {}
             Ok(params) => found.push((name.to_owned(), params)),
-            Err(why) => tracing::warn!(tool = name, "invalid x-mcp-header annotation: {why}"),
+            Err(why) => {
+                tracing::warn!(
+                    tool = name,
+                    "invalid x-mcp-header annotation; tool dropped: {why}"
+                );
+                invalid.push(name.to_owned());
+            }
         }
     }
-    found
+    (found, invalid)
 }
 
 /// The annotated properties reached through `properties` alone, checked against the spec's
