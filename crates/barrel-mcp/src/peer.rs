@@ -205,6 +205,13 @@ impl Peer {
         self.shared.closed.cancelled().await;
     }
 
+    /// Resolves once the input has ended: the other side sends nothing more, and requests
+    /// already running are being drained. Long-lived requests (`subscriptions/listen`) end
+    /// gracefully then, instead of being cancelled when the drain times out. Cancel-safe.
+    pub(crate) async fn input_ended(&self) {
+        self.shared.input_ended.cancelled().await;
+    }
+
     /// Ends the connection: pending requests fail with [`Error::Closed`], inbound requests in
     /// flight are cancelled, messages already queued get a short grace period to be written,
     /// and the transport is closed.

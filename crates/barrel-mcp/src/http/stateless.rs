@@ -12,8 +12,10 @@
 use std::sync::Arc;
 
 use axum::response::Response;
-use barrel_mcp_types::meta::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY};
-use barrel_mcp_types::{ErrorCode, ErrorObject, Message, ProtocolVersion, Request};
+use barrel_mcp_types::meta::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
+};
+use barrel_mcp_types::{ErrorCode, ErrorObject, Implementation, Message, ProtocolVersion, Request};
 use base64::Engine;
 use http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Value, json};
@@ -24,7 +26,7 @@ use super::State;
 use super::reply::{self, Accepts};
 use super::sse;
 use crate::Error;
-use crate::server::Server;
+use crate::server::{Ctx, Server};
 use crate::transport::{Frame, MessageReader, MessageWriter, Outgoing};
 
 /// True when the body claims a revision in `params._meta` (the 2026-07-28 envelope).
@@ -74,6 +76,17 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
         Some(Value::Object(_)) => {}
         Some(_) => return Err(invalid_meta(CLIENT_CAPABILITIES_KEY, "must be an object")),
         None => return Err(invalid_meta(CLIENT_CAPABILITIES_KEY, "is required")),
+    }
+    if let Some(info) = meta.get(CLIENT_INFO_KEY)
+        && serde_json::from_value::<Implementation>(info.clone()).is_err()
+    {
+        return Err(invalid_meta(
+            CLIENT_INFO_KEY,
+            "must be an object with a name and a version",
+        ));
+    }
+    if Ctx::meta_log_level(meta).is_err() {
+        return Err(invalid_meta(LOG_LEVEL_KEY, "is not a logging level"));
     }
     let version_header = header(headers, &reply::PROTOCOL_VERSION)?;
     if version_header.as_deref().is_some_and(|h| h != claim) {

@@ -6,7 +6,8 @@
 //! `_meta["io.modelcontextprotocol/subscriptionId"]` and belongs to that request, so Streamable
 //! HTTP puts it on the listen stream. The client ends a subscription by cancelling the request
 //! (closing the stream over HTTP, `notifications/cancelled` on stdio); when the server ends it
-//! (it is shutting down), it answers the request with an empty result.
+//! (the connection's input ended, as when the HTTP server shuts down, or the server's event
+//! channel closed), it answers the request with a complete result carrying the subscription id.
 
 use std::sync::atomic::Ordering;
 
@@ -63,6 +64,8 @@ pub(crate) async fn listen(
     loop {
         let event = tokio::select! {
             () = cx.cancel.cancelled() => return Ok(Value::Null),
+            // The connection is draining (the server shuts down, stdin closed): end gracefully.
+            () = cx.peer.input_ended() => break,
             event = events.recv() => event,
         };
         let event = match event {

@@ -5,6 +5,8 @@
 //! more), and [`SseReader`] reads events off a streamed body.
 
 mod legacy;
+mod limits;
+mod listen;
 mod security;
 mod sessions;
 mod stateless;
