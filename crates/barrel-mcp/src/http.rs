@@ -13,8 +13,13 @@
 //!   answered with JSON, or with an SSE stream once the handler sends a notification. No session
 //!   is created; GET and DELETE get 405; a client that goes away cancels its request.
 //!
+//! - **Legacy HTTP+SSE** (2024-11-05, on by default, [`HttpConfig::legacy_sse`]): GET `/sse`
+//!   opens a session whose one stream starts with an `endpoint` event naming
+//!   `/messages?sessionId=…`; POSTs there get 202 and every answer rides the stream.
+//!
 //! Every request first passes the `Host` and `Origin` checks (DNS rebinding), then the size and
 //! time limits, before anything is allocated for it. Every limit is a field of [`HttpConfig`].
+//! With the `tls` feature, `serve_tls` serves HTTPS, HTTP/1.1 and HTTP/2 on one port (ALPN).
 //!
 //! # Use
 //!
