@@ -64,11 +64,12 @@ async fn main() -> anyhow::Result<()> {
         Some(v) => builder = builder.pin(v),
         None => builder = builder.pin(ProtocolVersion::LATEST_SESSIONFUL),
     }
-    // No scenario needs the session's GET stream, and the sse-retry mock takes any GET for the
-    // reconnection it times, so only resumptions GET.
+    // The elicitation mock sends its question on the session's GET stream; the sse-retry mock
+    // takes any GET for the reconnection it times, so there only resumptions GET.
+    let open_get_stream = scenario != "sse-retry";
     let transport = || -> anyhow::Result<HttpClientTransport> {
         Ok(HttpClientTransport::new(&url)?.config(HttpClientConfig {
-            open_get_stream: false,
+            open_get_stream,
             ..HttpClientConfig::default()
         }))
     };
