@@ -92,6 +92,8 @@ pub(crate) struct State {
     tasks: TaskTracker,
     /// Cancelled when the endpoint shuts down.
     shutdown: CancellationToken,
+    /// Cancelled when a shutdown ran out of time: everything still running stops at once.
+    halt: CancellationToken,
 }
 
 impl StreamableHttp {
@@ -104,6 +106,7 @@ impl StreamableHttp {
                 sessions: Arc::default(),
                 tasks: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
+                halt: CancellationToken::new(),
             }),
         }
     }
@@ -155,6 +158,15 @@ impl StreamableHttp {
         self.state.shutdown.cancel();
         self.state.sessions.shutdown();
         self.state.tasks.close();
+    }
+
+    /// Stops everything still running at once: sessions end and 2026-07-28 requests are
+    /// dropped (their handlers see cancellation). [`serve`] calls it when a graceful shutdown
+    /// outlasts [`HttpConfig::shutdown_timeout`].
+    pub fn halt(&self) {
+        self.shutdown();
+        self.state.halt.cancel();
+        self.state.sessions.kill_all();
     }
 
     /// Resolves once [`shutdown`](Self::shutdown) was called and every session and request has

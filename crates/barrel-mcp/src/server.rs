@@ -41,6 +41,7 @@ use barrel_mcp_types::{
     CacheScope, Implementation, Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool,
 };
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::peer::{self, PeerConfig};
 use crate::transport::Transport;
@@ -146,10 +147,21 @@ impl Server {
         self.read_registry().capabilities()
     }
 
-    /// Serves one connection until its transport ends. Cancel-safe: dropping the future stops
-    /// reading; in-flight handlers see their cancellation token fire.
+    /// Serves one connection until its transport ends. Cancel-safe: dropping the future ends
+    /// the connection; in-flight handlers see their cancellation token fire.
     pub async fn serve<T: Transport>(&self, transport: T) -> crate::Result<()> {
-        /// Ends the connection when `serve` is dropped before it finishes.
+        self.serve_until(transport, CancellationToken::new()).await
+    }
+
+    /// [`Server::serve`] until `stop` is cancelled: then the connection closes (running handlers
+    /// are cancelled, queued messages are written within a short grace) and this returns once
+    /// the connection's tasks have all ended.
+    pub async fn serve_until<T: Transport>(
+        &self,
+        transport: T,
+        stop: CancellationToken,
+    ) -> crate::Result<()> {
+        /// Ends the connection when the future is dropped before it finishes.
         struct CloseOnDrop(peer::Peer);
         impl Drop for CloseOnDrop {
             fn drop(&mut self) {
@@ -157,9 +169,16 @@ impl Server {
             }
         }
         let handler = Arc::new(connection::Connection::new(self.clone()));
-        let (peer, task) = peer::serve(transport, handler, self.inner.config.peer.clone());
-        let _close = CloseOnDrop(peer);
-        match task.await {
+        let (peer, mut task) = peer::serve(transport, handler, self.inner.config.peer.clone());
+        let _close = CloseOnDrop(peer.clone());
+        let joined = tokio::select! {
+            joined = &mut task => joined,
+            () = stop.cancelled() => {
+                peer.close();
+                task.await
+            }
+        };
+        match joined {
             Ok(result) => result,
             Err(join) => Err(crate::Error::Protocol(format!(
                 "connection task failed: {join}"

@@ -17,6 +17,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use super::StreamableHttp;
 
@@ -70,8 +71,11 @@ where
     let graceful = GracefulShutdown::new();
     let service = TowerToHyperService::new(http.router());
     let slots = Arc::new(Semaphore::new(http.config().max_connections.max(1)));
+    let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
+        // Forget the connections that have ended, so the set stays as small as what runs.
+        while connections.try_join_next().is_some() {}
         // Over the cap, stop accepting until a connection ends.
         let slot = tokio::select! {
             slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
@@ -96,7 +100,7 @@ where
         let watcher = graceful.watcher();
         let builder = builder.clone();
         let service = service.clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let _slot = slot;
             let Some(io) = handshake.await else { return };
             let connection = builder
@@ -115,7 +119,10 @@ where
         http.wait().await;
     };
     if tokio::time::timeout(limit, drained).await.is_err() {
-        tracing::debug!("graceful shutdown timed out; remaining connections dropped");
+        tracing::debug!("graceful shutdown timed out; what is left is stopped");
+        http.halt();
+        connections.shutdown().await;
+        http.wait().await;
     }
     Ok(())
 }

@@ -95,15 +95,18 @@ impl Sessions {
         let watched = Arc::clone(&session);
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
         self.tasks.spawn(async move {
-            let serve = server.serve(transport);
-            tokio::select! {
-                result = serve => {
-                    if let Err(error) = result {
-                        tracing::debug!(%error, "session connection failed");
-                    }
+            let stop = watched.kill.clone();
+            let serve = server.serve_until(transport, stop.clone());
+            tokio::pin!(serve);
+            let result = tokio::select! {
+                result = &mut serve => result,
+                () = watchdog(&watched, idle, init) => {
+                    stop.cancel();
+                    serve.await
                 }
-                () = watched.kill.cancelled() => {}
-                () = watchdog(&watched, idle, init) => {}
+            };
+            if let Err(error) = result {
+                tracing::debug!(%error, "session connection failed");
             }
             watched.finish_all();
             sessions.remove(&watched.id);
@@ -118,6 +121,16 @@ impl Sessions {
         self.tasks.close();
         for session in self.map().values() {
             session.end_input();
+        }
+    }
+}
+
+impl Sessions {
+    /// Ends every session now, whatever it is doing: the last step of a shutdown that ran out
+    /// of time.
+    pub(crate) fn kill_all(&self) {
+        for session in self.map().values() {
+            session.kill.cancel();
         }
     }
 }

@@ -245,14 +245,12 @@ async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Respon
         id: request.id.clone(),
         answered,
     };
-    let close = CancellationToken::new();
+    // Cancelled when the client goes away, the answer is complete, or the endpoint halts.
+    let close = state.halt.child_token();
     let closed = close.clone();
     let server = state.server.clone();
     state.tasks.spawn(async move {
-        tokio::select! {
-            _ = server.serve((reader, writer)) => {}
-            () = closed.cancelled() => {}
-        }
+        let _ = server.serve_until((reader, writer), closed).await;
     });
     // Dropping this (the client went away, or the answer is complete) closes the connection.
     let guard = close.drop_guard();

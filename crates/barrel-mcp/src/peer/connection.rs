@@ -5,10 +5,13 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::shared::Shared;
+use super::shared::{Shared, lock};
 use super::{Handler, Peer, inbound};
 use crate::Error;
 use crate::transport::{MessageReader, MessageWriter, Outgoing};
+
+/// How long cancelled handlers may take to return once the connection has ended.
+const HANDLER_GRACE: Duration = Duration::from_secs(1);
 
 /// How long messages already queued when the connection ends may take to be written.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -28,7 +31,14 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
                 // The input ended: let admitted requests finish and be answered, in time.
                 shared.end_input();
                 let drain = shared.config.drain_timeout;
-                if tokio::time::timeout(drain, shared.idle()).await.is_err() {
+                let drained = async {
+                    tokio::select! {
+                        () = shared.idle() => {}
+                        // Closed meanwhile: stop waiting.
+                        () = shared.closed.cancelled() => {}
+                    }
+                };
+                if tokio::time::timeout(drain, drained).await.is_err() {
                     tracing::debug!("input ended; requests still running are cancelled");
                 }
             }
@@ -48,7 +58,22 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     };
     let (read, write) = tokio::join!(read, write);
     handler.on_close();
+    stop_handlers(shared).await;
     read.and(write)
+}
+
+/// Gives handlers still running (their requests are cancelled by now) [`HANDLER_GRACE`] to
+/// return, then aborts them, so no task of the connection outlives it.
+async fn stop_handlers(shared: &Shared) {
+    let mut handlers = std::mem::take(&mut *lock(&shared.handlers));
+    let finished = async { while handlers.join_next().await.is_some() {} };
+    if tokio::time::timeout(HANDLER_GRACE, finished).await.is_err() {
+        tracing::debug!(
+            count = handlers.len(),
+            "handlers ignored cancellation; aborted"
+        );
+        handlers.shutdown().await;
+    }
 }
 
 /// Writes queued messages in order. Once the connection ends, writes what is already queued

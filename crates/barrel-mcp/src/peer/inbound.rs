@@ -80,8 +80,11 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
         peer: peer.related_to(id.clone()),
     };
     let started = catch_unwind(AssertUnwindSafe(|| handler.on_request(request, cx)));
+    let mut handlers = lock(&shared.handlers);
+    // Forget the handlers that have finished, so the set stays as small as what runs.
+    while handlers.try_join_next().is_some() {}
     let shared = Arc::clone(shared);
-    tokio::spawn(async move {
+    handlers.spawn(async move {
         let outcome = match started {
             Ok(future) => CatchUnwind(future).await,
             Err(panic) => Err(panic),

@@ -9,6 +9,7 @@ use barrel_mcp_types::{Message, RequestId};
 use crate::transport::Outgoing;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::PeerConfig;
@@ -32,6 +33,9 @@ pub(super) struct Shared {
     pub(super) pending: Mutex<HashMap<i64, Pending>>,
     /// Inbound requests whose handler is running, with their cancellation tokens.
     pub(super) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// The tasks running inbound request handlers; those still running when the connection
+    /// task ends are aborted.
+    pub(super) handlers: Mutex<JoinSet<()>>,
     /// Cancelled when the input has ended: no response can arrive any more.
     pub(super) input_ended: CancellationToken,
     /// Inbound requests admitted whose outcome is not yet queued.
@@ -49,6 +53,7 @@ impl Shared {
             next_id: AtomicI64::new(1),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
+            handlers: Mutex::new(JoinSet::new()),
             input_ended: CancellationToken::new(),
             active: AtomicUsize::new(0),
             request_done: Notify::new(),

@@ -283,3 +283,56 @@ async fn graceful_shutdown_answers_running_requests_and_ends_streams() {
     assert_eq!(server.http.session_count(), 0);
     assert!(tokio::net::TcpStream::connect(server.addr).await.is_err());
 }
+
+#[tokio::test]
+async fn a_shutdown_that_runs_out_of_time_leaves_no_task_running() {
+    let sentinel = std::sync::Arc::new(());
+    let held = std::sync::Arc::clone(&sentinel);
+    let server = Server::builder()
+        .name("stubborn", "1")
+        .tool(
+            "stubborn",
+            "Ignore cancellation",
+            move |_: Ctx, _: NoArgs| {
+                let held = std::sync::Arc::clone(&held);
+                async move {
+                    let _held = held;
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    #[allow(unreachable_code)]
+                    Ok("never")
+                }
+            },
+        )
+        .build()
+        .expect("server");
+    let config = HttpConfig {
+        shutdown_timeout: Duration::from_millis(300),
+        ..HttpConfig::default()
+    };
+    let mut server = TestServer::start_with(server, config).await;
+    let mut client = server.client();
+    client.initialize().await;
+    let response = client.post(&call(7, "stubborn", json!({}))).await;
+    let mut stream = SseReader::new(response);
+    stream.next_event().await.expect("priming");
+    assert_eq!(
+        std::sync::Arc::strong_count(&sentinel),
+        3,
+        "the handler runs"
+    );
+    let started = std::time::Instant::now();
+    server.stop().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        std::sync::Arc::strong_count(&sentinel),
+        2,
+        "the handler task was stopped"
+    );
+    assert_eq!(server.http.session_count(), 0);
+}
