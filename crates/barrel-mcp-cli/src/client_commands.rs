@@ -29,6 +29,19 @@ use serde_json::Value;
 
 use crate::target::{Target, TargetArgs};
 
+/// Prints a line on stdout. When stdout is closed early (`barrel-mcp tools | head -1`), the
+/// process ends quietly with success, as Unix tools do, instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(error) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            if error.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+        }
+    }};
+}
+
 /// Options every client command takes.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Common {
@@ -263,7 +276,7 @@ async fn connect(
 }
 
 fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    out!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -307,7 +320,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 return print_json(&serde_json::json!({ "tools": tools }));
             }
             for tool in tools {
-                println!("{:<16} {}", tool.name, tool.description.unwrap_or_default());
+                out!("{:<16} {}", tool.name, tool.description.unwrap_or_default());
             }
         }
         ClientCommand::Call {
@@ -320,12 +333,12 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 print_json(&result)?;
             } else {
                 for block in &result.content {
-                    println!("{}", describe(block));
+                    out!("{}", describe(block));
                 }
                 if result.content.is_empty()
                     && let Some(structured) = &result.structured_content
                 {
-                    println!("{}", serde_json::to_string_pretty(structured)?);
+                    out!("{}", serde_json::to_string_pretty(structured)?);
                 }
             }
             if result.is_error() {
@@ -339,7 +352,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             }
             for resource in resources {
                 let mime = resource.mime_type.unwrap_or_default();
-                println!("{:<24} {:<12} {mime}", resource.uri, resource.name);
+                out!("{:<24} {:<12} {mime}", resource.uri, resource.name);
             }
         }
         ClientCommand::Read { uri, .. } => {
@@ -352,8 +365,8 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             }
             for contents in result.contents {
                 match contents {
-                    ResourceContents::Text(t) => println!("{}", t.text),
-                    ResourceContents::Blob(b) => println!(
+                    ResourceContents::Text(t) => out!("{}", t.text),
+                    ResourceContents::Blob(b) => out!(
                         "[{} bytes of base64 {}]",
                         b.blob.len(),
                         b.mime_type.unwrap_or_else(|| "data".into())
@@ -367,7 +380,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 return print_json(&serde_json::json!({ "resourceTemplates": templates }));
             }
             for template in templates {
-                println!("{:<24} {}", template.uri_template, template.name);
+                out!("{:<24} {}", template.uri_template, template.name);
             }
         }
         ClientCommand::Prompts(_) => {
@@ -388,7 +401,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                         }
                     })
                     .collect();
-                println!(
+                out!(
                     "{:<16} {:<24} {}",
                     prompt.name,
                     arguments.join(" "),
@@ -412,7 +425,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             }
             for message in result.messages {
                 let role = serde_json::to_value(message.role)?;
-                println!(
+                out!(
                     "{}: {}",
                     role.as_str().unwrap_or("?"),
                     describe(&message.content)
@@ -453,7 +466,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 return print_json(&result);
             }
             for value in result.completion.values {
-                println!("{value}");
+                out!("{value}");
             }
         }
         ClientCommand::Ping(_) => {
@@ -463,7 +476,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             if json {
                 return print_json(&serde_json::json!({ "ok": true, "ms": elapsed.as_millis() }));
             }
-            println!("pong from {} in {elapsed:.1?}", client.server_info().name);
+            out!("pong from {} in {elapsed:.1?}", client.server_info().name);
         }
         ClientCommand::Info(_) => {
             let info = serde_json::json!({
@@ -476,14 +489,14 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 return print_json(&info);
             }
             let server = client.server_info();
-            println!("server:       {} {}", server.name, server.version);
-            println!("protocol:     {}", client.protocol_version());
+            out!("server:       {} {}", server.name, server.version);
+            out!("protocol:     {}", client.protocol_version());
             let capabilities = serde_json::to_value(client.capabilities())?;
             let names: Vec<&String> = capabilities
                 .as_object()
                 .map(|o| o.keys().collect())
                 .unwrap_or_default();
-            println!(
+            out!(
                 "capabilities: {}",
                 names
                     .iter()
@@ -492,7 +505,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                     .join(", ")
             );
             if let Some(instructions) = client.instructions() {
-                println!("instructions: {instructions}");
+                out!("instructions: {instructions}");
             }
         }
     }

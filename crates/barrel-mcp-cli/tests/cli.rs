@@ -218,3 +218,24 @@ fn client_exit_codes_follow_the_inspector() {
         .expect("runs");
     assert_eq!(output.status.code(), Some(4));
 }
+
+#[test]
+fn a_closed_stdout_ends_a_client_command_quietly() {
+    let binary = env!("CARGO_BIN_EXE_barrel-mcp");
+    let mut child = Command::new(binary)
+        .args(["tools", "--", binary, "serve", "--stdio"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the client starts");
+    // Close the reading end at once, as `| head -0` would.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("the client exits");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "status {:?}, stderr: {stderr}",
+        output.status
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
