@@ -1,9 +1,17 @@
 //! The Streamable HTTP client transport (feature `http-client`), and the legacy HTTP+SSE client
 //! for 2024-11-05 servers ([`LegacySseTransport`]).
 //!
-//! [`HttpClientTransport`] speaks to one MCP endpoint URL over plain `http://` (TLS is not built
-//! in yet):
+//! [`HttpClientTransport`] speaks to one MCP endpoint URL over `http://`, or over `https://`
+//! with the feature `http-client-tls`:
 //!
+//! - **TLS**: rustls with the ring provider, passed explicitly (the process-wide default is never
+//!   installed or read). The trusted roots are Mozilla's, compiled in (`webpki-roots`: no file,
+//!   no network, no platform verifier); `HttpClientTransport::add_root_certificates` trusts a
+//!   private CA too, and `HttpClientTransport::rustls_config` takes a whole rustls
+//!   configuration (client certificates, another provider). ALPN offers `h2` and `http/1.1`:
+//!   the server's choice decides the HTTP version. A failed handshake (an unknown issuer, a name
+//!   mismatch) is [`Error::Http`] with no status, naming the TLS error. Without the feature an
+//!   `https://` URL is [`Error::Unsupported`].
 //! - **Each outgoing message is one POST** with `Content-Type: application/json` and
 //!   `Accept: application/json, text/event-stream`. A request's POST runs on a task of its own,
 //!   so a slow call never holds up the next message, and a server request that arrives on a
@@ -55,12 +63,17 @@
 //! # }
 //! ```
 
+mod connector;
 mod exchange;
 mod headers;
 mod legacy;
 mod sse;
 mod state;
+#[cfg(feature = "http-client-tls")]
+mod tls;
 
+#[cfg(feature = "http-client-tls")]
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,6 +86,7 @@ pub use legacy::{LegacyReader, LegacySseTransport, LegacyWriter};
 
 use super::{Frame, MessageReader, MessageWriter, Transport};
 use crate::Error;
+use connector::ClientTls;
 use state::State;
 
 /// The default largest SSE event or JSON body accepted: 4 MiB, like a stdio line.
@@ -97,7 +111,8 @@ pub struct HttpClientConfig {
     pub open_get_stream: bool,
     /// Re-run the handshake when the server answers 404 for a known session. Default true.
     pub reinitialize: bool,
-    /// How long opening a TCP connection may take. Default 10 s.
+    /// How long opening a TCP connection may take, and then the TLS handshake for `https://`.
+    /// Default 10 s.
     pub connect_timeout: Duration,
     /// How long the DELETE on close may take. Default 5 s.
     pub close_timeout: Duration,
@@ -127,16 +142,45 @@ pub struct HttpClientTransport {
     url: Uri,
     headers: HeaderMap,
     config: HttpClientConfig,
+    tls: ClientTls,
 }
 
 impl HttpClientTransport {
-    /// Speaks to the endpoint at `url` (`http://` only).
+    /// Speaks to the endpoint at `url`: `http://`, or `https://` with the feature
+    /// `http-client-tls` (without it, [`Error::Unsupported`]).
     pub fn new(url: &str) -> Result<Self, Error> {
         Ok(Self {
             url: parse_url(url)?,
             headers: HeaderMap::new(),
             config: HttpClientConfig::default(),
+            tls: ClientTls::new()?,
         })
+    }
+
+    /// Trusts the CA certificates in `pem` (PEM text, one or more `CERTIFICATE` blocks) for
+    /// `https://`, besides Mozilla's roots: for a server whose certificate a private CA signed.
+    /// Fails when `pem` holds no certificate or one that cannot be a trust anchor. Replaces a
+    /// configuration given with [`rustls_config`](Self::rustls_config).
+    #[cfg(feature = "http-client-tls")]
+    pub fn add_root_certificates(mut self, pem: &[u8]) -> Result<Self, Error> {
+        self.tls.add_roots_pem(pem)?;
+        Ok(self)
+    }
+
+    /// Like [`add_root_certificates`](Self::add_root_certificates), from a PEM file.
+    #[cfg(feature = "http-client-tls")]
+    pub fn add_root_certificates_file(mut self, path: impl AsRef<Path>) -> Result<Self, Error> {
+        self.tls.add_roots_pem_file(path.as_ref())?;
+        Ok(self)
+    }
+
+    /// Uses this rustls configuration as it is for `https://`: client certificates, other
+    /// roots, another crypto provider. Set its `alpn_protocols` to `h2` and `http/1.1` to let
+    /// the server pick HTTP/2 (with none, HTTP/1.1 is spoken).
+    #[cfg(feature = "http-client-tls")]
+    pub fn rustls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls.set_rustls(config);
+        self
     }
 
     /// Sends this header with every request (`Authorization`, an API key, ...). Fails for a
@@ -177,6 +221,7 @@ impl Transport for HttpClientTransport {
             self.url,
             self.headers,
             self.config,
+            &self.tls,
             tx,
             closed.clone(),
         ));
@@ -240,10 +285,15 @@ fn parse_url(url: &str) -> Result<Uri, Error> {
         .map_err(|e| Error::Protocol(format!("invalid URL {url:?}: {e}")))?;
     match uri.scheme_str() {
         Some("http") => Ok(uri),
+        #[cfg(feature = "http-client-tls")]
+        Some("https") => Ok(uri),
+        #[cfg(not(feature = "http-client-tls"))]
         Some("https") => Err(Error::Unsupported(format!(
-            "{url}: https is not built in yet; use http:// (or a local TLS proxy)"
+            "{url}: https needs barrel-mcp's feature http-client-tls"
         ))),
-        _ => Err(Error::Protocol(format!("{url:?} is not an http:// URL"))),
+        _ => Err(Error::Protocol(format!(
+            "{url:?} is not an http:// or https:// URL"
+        ))),
     }
 }
 

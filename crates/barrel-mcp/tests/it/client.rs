@@ -10,6 +10,8 @@ mod federation;
 mod handler;
 #[cfg(all(feature = "http-client", feature = "http-server"))]
 mod http;
+#[cfg(all(feature = "http-client-tls", feature = "tls"))]
+mod https;
 mod mrtr;
 mod progress;
 mod subscriptions;

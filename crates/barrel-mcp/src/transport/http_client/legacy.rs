@@ -10,20 +10,16 @@ use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::connector::{self, ClientTls, HttpClient};
 use super::sse::{Item, SseDecoder};
-use super::state::refusal;
+use super::state::{error_chain, refusal};
 use super::{HttpClientConfig, Inbound, header_pair, parse_url};
 use crate::transport::{Frame, MessageReader, MessageWriter, Transport};
 use crate::{Error, HttpError};
-
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// A connection to a 2024-11-05 HTTP+SSE server, given the URL of its SSE endpoint. Speak
 /// 2024-11-05 over it ([`ClientBuilder::pin`](crate::client::ClientBuilder::pin)); the stream
@@ -33,16 +29,45 @@ pub struct LegacySseTransport {
     url: Uri,
     headers: HeaderMap,
     config: HttpClientConfig,
+    tls: ClientTls,
 }
 
 impl LegacySseTransport {
-    /// Opens the SSE stream at `url` (`http://` only) when split.
+    /// Opens the SSE stream at `url` when split: `http://`, or `https://` with the feature
+    /// `http-client-tls`.
     pub fn new(url: &str) -> Result<Self, Error> {
         Ok(Self {
             url: parse_url(url)?,
             headers: HeaderMap::new(),
             config: HttpClientConfig::default(),
+            tls: ClientTls::new()?,
         })
+    }
+
+    /// Trusts the CA certificates in `pem` for `https://`, besides Mozilla's roots (see
+    /// [`HttpClientTransport::add_root_certificates`](super::HttpClientTransport::add_root_certificates)).
+    #[cfg(feature = "http-client-tls")]
+    pub fn add_root_certificates(mut self, pem: &[u8]) -> Result<Self, Error> {
+        self.tls.add_roots_pem(pem)?;
+        Ok(self)
+    }
+
+    /// Like [`add_root_certificates`](Self::add_root_certificates), from a PEM file.
+    #[cfg(feature = "http-client-tls")]
+    pub fn add_root_certificates_file(
+        mut self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, Error> {
+        self.tls.add_roots_pem_file(path.as_ref())?;
+        Ok(self)
+    }
+
+    /// Uses this rustls configuration as it is for `https://` (see
+    /// [`HttpClientTransport::rustls_config`](super::HttpClientTransport::rustls_config)).
+    #[cfg(feature = "http-client-tls")]
+    pub fn rustls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls.set_rustls(config);
+        self
     }
 
     /// Sends this header with every request.
@@ -66,9 +91,7 @@ impl Transport for LegacySseTransport {
 
     /// Must be called within a Tokio runtime: it starts the task that reads the stream.
     fn split(self) -> (LegacyReader, LegacyWriter) {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(self.config.connect_timeout));
-        let client: HttpClient = Client::builder(TokioExecutor::new()).build(connector);
+        let client = connector::client(&self.config, &self.tls);
         let (tx, rx) = mpsc::channel(self.config.inbound_queue.max(1));
         let (endpoint_tx, endpoint_rx) = watch::channel(None);
         let closed = CancellationToken::new();
@@ -202,7 +225,7 @@ fn resolve(base: &Uri, endpoint: &str) -> Option<Uri> {
 fn unreachable(url: &Uri, error: &dyn std::error::Error) -> Error {
     Error::Http(HttpError {
         status: None,
-        message: format!("{url}: {error}"),
+        message: format!("{url}: {}", error_chain(error)),
         www_authenticate: None,
     })
 }

@@ -11,13 +11,11 @@ use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::connector::{self, ClientTls, HttpClient};
 use super::headers::{self, HeaderParam};
 use super::{HttpClientConfig, Inbound, exchange};
 use crate::{Error, HttpError};
@@ -41,7 +39,7 @@ pub(crate) struct State {
     pub(super) config: HttpClientConfig,
     url: Uri,
     headers: HeaderMap,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpClient,
     pub(super) session: Mutex<Session>,
     /// Held while the handshake is re-run, so concurrent 404s run it once.
     pub(super) reinit: tokio::sync::Mutex<()>,
@@ -74,13 +72,11 @@ impl State {
         url: Uri,
         headers: HeaderMap,
         config: HttpClientConfig,
+        tls: &ClientTls,
         inbound: mpsc::Sender<Inbound>,
         closed: CancellationToken,
     ) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(config.connect_timeout));
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let client = connector::client(&config, tls);
         Self {
             config,
             url,
@@ -314,7 +310,9 @@ pub(super) fn refusal<B>(response: &Response<B>) -> Option<Error> {
     None
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error and its causes, for people: hyper-util's own text ("client error (Connect)") says
+/// little without them.
+pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
