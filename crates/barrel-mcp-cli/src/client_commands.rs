@@ -211,10 +211,16 @@ async fn connect(
             url,
             headers,
             legacy,
+            ca_certs,
         } => {
             let connected = if *legacy {
                 let mut transport =
                     LegacySseTransport::new(url).map_err(|e| fail(1, e.to_string()))?;
+                for ca in ca_certs {
+                    transport = transport
+                        .add_root_certificates_file(ca)
+                        .map_err(|e| fail(1, format!("--ca-cert: {e}")))?;
+                }
                 for (name, value) in headers {
                     transport = transport
                         .header(name, value)
@@ -227,6 +233,11 @@ async fn connect(
             } else {
                 let mut transport =
                     HttpClientTransport::new(url).map_err(|e| fail(1, e.to_string()))?;
+                for ca in ca_certs {
+                    transport = transport
+                        .add_root_certificates_file(ca)
+                        .map_err(|e| fail(1, format!("--ca-cert: {e}")))?;
+                }
                 for (name, value) in headers {
                     transport = transport
                         .header(name, value)

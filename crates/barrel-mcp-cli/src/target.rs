@@ -24,6 +24,10 @@ pub(crate) struct TargetArgs {
     /// A header for an HTTP server, `Name: value` (e.g. `Authorization: Bearer …`). Repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME:VALUE")]
     pub(crate) header: Vec<String>,
+    /// A PEM CA certificate to trust for an `https://` server, besides the built-in roots (a
+    /// private CA). Repeatable.
+    #[arg(long = "ca-cert", value_name = "FILE")]
+    pub(crate) ca_cert: Vec<PathBuf>,
     /// A server named in the config file.
     #[arg(long, value_name = "NAME", conflicts_with = "command")]
     pub(crate) server: Option<String>,
@@ -54,6 +58,8 @@ pub(crate) enum Target {
         headers: BTreeMap<String, String>,
         /// The 2024-11-05 HTTP+SSE transport instead of Streamable HTTP.
         legacy: bool,
+        /// PEM files of CA certificates trusted besides the built-in roots.
+        ca_certs: Vec<PathBuf>,
     },
 }
 
@@ -65,6 +71,7 @@ impl TargetArgs {
                 url: url.clone(),
                 headers: BTreeMap::new(),
                 legacy: self.sse.is_some(),
+                ca_certs: Vec::new(),
             }
         } else if let Some(name) = &self.server {
             let path = self
@@ -87,15 +94,19 @@ impl TargetArgs {
         } else {
             bail!("no server: give --url URL, --server NAME, or a command after --");
         };
-        if let Target::Http { headers, .. } = &mut target {
+        if let Target::Http {
+            headers, ca_certs, ..
+        } = &mut target
+        {
+            ca_certs.extend(self.ca_cert.iter().cloned());
             for pair in &self.header {
                 let (name, value) = pair
                     .split_once(':')
                     .with_context(|| format!("--header {pair:?} is not NAME:VALUE"))?;
                 headers.insert(name.trim().to_owned(), value.trim().to_owned());
             }
-        } else if !self.header.is_empty() {
-            bail!("--header applies to --url and --sse servers only");
+        } else if !self.header.is_empty() || !self.ca_cert.is_empty() {
+            bail!("--header and --ca-cert apply to --url and --sse servers only");
         }
         if let Target::Stdio { env, .. } = &mut target {
             for pair in &self.env {
@@ -137,6 +148,7 @@ pub(crate) fn from_config(config: &Value, name: &str) -> anyhow::Result<Target> 
             url,
             headers: map("headers"),
             legacy: text("type").as_deref() == Some("sse"),
+            ca_certs: Vec::new(),
         });
     }
     let command = text("command").context("the entry has neither \"command\" nor \"url\"")?;

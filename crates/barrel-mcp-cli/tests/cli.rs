@@ -239,3 +239,82 @@ fn a_closed_stdout_ends_a_client_command_quietly() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// The test CA and localhost certificate of the library's TLS tests.
+fn tls_fixture(name: &str) -> String {
+    format!(
+        "{}/../barrel-mcp/tests/fixtures/tls/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// Kills the child when dropped, so a failing test leaves no server behind.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn client_commands_reach_an_https_server_through_a_private_ca() {
+    let binary = env!("CARGO_BIN_EXE_barrel-mcp");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let (cert, key, ca) = (
+        tls_fixture("cert.pem"),
+        tls_fixture("key.pem"),
+        tls_fixture("ca.pem"),
+    );
+    let _server = Reaped(
+        Command::new(binary)
+            .args([
+                "serve",
+                "--http",
+                &addr,
+                "--tls-cert",
+                &cert,
+                "--tls-key",
+                &key,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let url = format!("https://localhost:{port}/mcp");
+    let trusted = Command::new(binary)
+        .args(["info", "--json", "--url", &url, "--ca-cert", &ca])
+        .output()
+        .expect("the client runs");
+    assert!(
+        trusted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let info: Value = serde_json::from_slice(&trusted.stdout).expect("JSON info");
+    assert_eq!(info["serverInfo"]["name"], "barrel-mcp-demo", "{info}");
+    let untrusted = Command::new(binary)
+        .args(["ping", "--url", &url])
+        .output()
+        .expect("the client runs");
+    assert_eq!(
+        untrusted.status.code(),
+        Some(4),
+        "an unknown issuer is unreachable"
+    );
+    assert!(String::from_utf8_lossy(&untrusted.stderr).contains("UnknownIssuer"));
+}
