@@ -41,9 +41,21 @@
 //! | [`client`] | the client: typed calls in every revision, a handler for what servers ask, federation |
 //! | [`server`] | the registry, handlers and [`server::Ctx`], served in both protocol eras |
 //! | [`peer`] | the JSON-RPC engine every role runs on |
-//! | [`transport`] | in-memory and stdio transports |
+//! | [`transport`] | in-memory, stdio and child-process transports; the HTTP client transports |
 //! | `http` | the Streamable HTTP server: an axum router and a listener (feature `http-server`) |
 //! | [`types`] | the wire model (`barrel-mcp-types`) |
+//!
+//! # Features
+//!
+//! None is on by default: the server, the client, stdio, child processes and the in-memory
+//! transport are always built. Each feature only adds API.
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `http-server` | `http`: Streamable HTTP (every revision), legacy HTTP+SSE, the listener |
+//! | `tls` | `http::serve_tls`: rustls (ring), HTTP/1.1 and HTTP/2 on one port (implies `http-server`) |
+//! | `http-client` | `transport::http_client`: Streamable HTTP and legacy HTTP+SSE clients, `http://` |
+//! | `http-client-tls` | `https://` for both HTTP clients, with Mozilla's roots (implies `http-client`) |
 //!
 //! # Cancel safety
 //!
