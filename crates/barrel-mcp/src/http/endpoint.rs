@@ -91,35 +91,16 @@ async fn post(
         );
     }
     let config = &state.config;
-    let bytes = match reply::read_body(
+    let read = reply::read_json(
         &parts.headers,
         body,
         config.max_body_size,
         config.body_timeout,
-    )
-    .await
-    {
-        Ok(bytes) => bytes,
+    );
+    let value = match read.await {
+        Ok(value) => value,
         Err(response) => return response,
     };
-    let value: Value = match serde_json::from_slice(&bytes) {
-        Ok(value) => value,
-        Err(e) => {
-            return reply::error(
-                StatusCode::BAD_REQUEST,
-                None,
-                ErrorObject::parse_error(format!("parse error: {e}")),
-            );
-        }
-    };
-    drop(bytes);
-    if value.is_array() {
-        return reply::error(
-            StatusCode::BAD_REQUEST,
-            None,
-            ErrorObject::invalid_request("batch requests are not supported"),
-        );
-    }
     if stateless::claims_version(&value) {
         return stateless::post(state, &parts.headers, accepts, value).await;
     }

@@ -28,7 +28,6 @@ use axum::response::Response;
 use barrel_mcp_types::{ErrorObject, Message};
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use serde_json::Value;
 
 use super::reply::{self, Accepts};
 use super::session::HttpSession;
@@ -123,35 +122,16 @@ async fn post(state: &Arc<State>, parts: &http::request::Parts, body: Body) -> R
         Err(response) => return response,
     };
     let config = &state.config;
-    let bytes = match reply::read_body(
+    let read = reply::read_json(
         &parts.headers,
         body,
         config.max_body_size,
         config.body_timeout,
-    )
-    .await
-    {
-        Ok(bytes) => bytes,
+    );
+    let value = match read.await {
+        Ok(value) => value,
         Err(response) => return response,
     };
-    let value: Value = match serde_json::from_slice(&bytes) {
-        Ok(value) => value,
-        Err(e) => {
-            return reply::error(
-                StatusCode::BAD_REQUEST,
-                None,
-                ErrorObject::parse_error(format!("parse error: {e}")),
-            );
-        }
-    };
-    drop(bytes);
-    if value.is_array() {
-        return reply::error(
-            StatusCode::BAD_REQUEST,
-            None,
-            ErrorObject::invalid_request("batch requests are not supported"),
-        );
-    }
     let message: Message = match barrel_mcp_types::jsonrpc::decode_value(value) {
         Ok(message) => message,
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),

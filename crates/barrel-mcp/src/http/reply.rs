@@ -138,6 +138,32 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
     }
 }
 
+/// Reads the body as one JSON message: the limits of [`read_body`], then -32700 (400) for text
+/// that is not JSON and -32600 (400) for a batch.
+pub(crate) async fn read_json(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<serde_json::Value, Response> {
+    let bytes = read_body(headers, body, limit, timeout).await?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            None,
+            ErrorObject::parse_error(format!("parse error: {e}")),
+        )
+    })?;
+    if value.is_array() {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            ErrorObject::invalid_request("batch requests are not supported"),
+        ));
+    }
+    Ok(value)
+}
+
 /// Reads the whole body, refusing more than `limit` bytes (413, checked against
 /// `Content-Length` before reading and again while reading) or a body slower than `timeout`
 /// (408).
