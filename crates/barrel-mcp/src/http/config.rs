@@ -76,6 +76,10 @@ pub struct HttpConfig {
     pub retained_streams: usize,
     /// An idle SSE stream gets a `:` comment this often, so proxies keep it open. Default 15 s.
     pub keep_alive: Duration,
+    /// How long a POST's SSE answer waits for its first event before its head is sent, so a
+    /// quick answer leaves with the head and the priming event in one write instead of two.
+    /// Default 2 ms; zero sends the head at once.
+    pub sse_first_event_wait: Duration,
     /// The `retry:` sent in each stream's priming event: how long a client waits before it
     /// resumes. Default 3 s.
     pub sse_retry: Duration,
@@ -115,6 +119,7 @@ impl Default for HttpConfig {
             replay_bytes: 1024 * 1024,
             retained_streams: 32,
             keep_alive: Duration::from_secs(15),
+            sse_first_event_wait: Duration::from_millis(2),
             sse_retry: Duration::from_secs(3),
             json_response: false,
             shutdown_timeout: Duration::from_secs(10),

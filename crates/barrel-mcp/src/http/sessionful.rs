@@ -61,13 +61,16 @@ pub(crate) async fn post(
             let id = request.id.clone();
             let stream = accepts.sse && !(state.config.json_response && accepts.json);
             match session.request(request, stream).await {
-                Ok(Reply::Stream(attached)) => reply::event_stream(sse::body(
-                    attached.initial,
-                    attached.live,
-                    |event: Bytes| event,
-                    state.config.keep_alive,
-                    None,
-                )),
+                Ok(Reply::Stream(mut attached)) => {
+                    sse::gather_first(&mut attached, state.config.sse_first_event_wait).await;
+                    reply::event_stream(sse::body(
+                        attached.initial,
+                        attached.live,
+                        |event: Bytes| event,
+                        state.config.keep_alive,
+                        None,
+                    ))
+                }
                 Ok(Reply::Json(answer)) => match answer.await {
                     Ok(message) => reply::json(StatusCode::OK, &message),
                     // Cancelled, or the session ended before answering.

@@ -185,6 +185,35 @@ pub(crate) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
     Some((stream.parse().ok()?, seq.parse().ok()?))
 }
 
+/// Waits up to `wait` for the first live events of a freshly attached stream and moves them, and
+/// whatever follows at once, into its initial events; notes the stream's end if it came too.
+/// So a quick answer leaves with the response head and the priming event in one write.
+pub(crate) async fn gather_first(attached: &mut Attached, wait: Duration) {
+    let Some(live) = attached.live.as_mut() else {
+        return;
+    };
+    if wait.is_zero() {
+        return;
+    }
+    match tokio::time::timeout(wait, live.recv()).await {
+        Err(_) => {}
+        Ok(None) => attached.live = None,
+        Ok(Some(event)) => {
+            attached.initial.push(event);
+            loop {
+                match live.try_recv() {
+                    Ok(event) => attached.initial.push(event),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        attached.live = None;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Frames one message as an SSE event without an id (2026-07-28 streams are not resumable).
 pub(crate) fn plain_event(message: &Message) -> Bytes {
     Bytes::from(format!("event: message\ndata: {}\n\n", message.to_json()))
@@ -207,8 +236,13 @@ pub(crate) fn body<T: Send + 'static>(
         keep_alive: Duration,
         _guard: Option<DropGuard>,
     }
+    // The initial events leave as one chunk: one write with the head when they are ready.
+    let initial: VecDeque<Bytes> = match initial.len() {
+        0 | 1 => initial.into(),
+        _ => VecDeque::from([Bytes::from(initial.concat())]),
+    };
     let state = State {
-        initial: initial.into(),
+        initial,
         live,
         frame,
         keep_alive,
@@ -239,6 +273,24 @@ mod tests {
             replay_bytes: 1 << 20,
             retry: Duration::from_millis(500),
         }
+    }
+
+    #[tokio::test]
+    async fn a_quick_answer_joins_the_priming_event() {
+        let limits = limits();
+        let mut stream = EventStream::new(1);
+        let mut attached = stream.attach(None, &limits).expect("fresh stream");
+        stream.push(&Message::notification("quick", None), &limits);
+        drop(stream);
+        gather_first(&mut attached, Duration::from_millis(50)).await;
+        assert_eq!(attached.initial.len(), 2, "priming event and the answer");
+        assert!(attached.live.is_none(), "the stream's end was seen too");
+
+        let mut slow = EventStream::new(2);
+        let mut attached = slow.attach(None, &limits).expect("fresh stream");
+        gather_first(&mut attached, Duration::from_millis(5)).await;
+        assert_eq!(attached.initial.len(), 1, "only the priming event");
+        assert!(attached.live.is_some(), "still open for the answer");
     }
 
     #[test]
