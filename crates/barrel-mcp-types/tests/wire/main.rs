@@ -6,3 +6,4 @@
 
 mod decode;
 mod examples;
+mod hostile;
