@@ -22,6 +22,7 @@
 pub mod completion;
 pub mod content;
 pub mod elicitation;
+pub mod header_params;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod listen;

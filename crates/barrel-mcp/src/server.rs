@@ -23,7 +23,6 @@ pub mod cursor;
 mod dispatch;
 mod events;
 mod handler;
-mod header_params;
 mod input;
 mod invoke;
 mod listen;
@@ -54,7 +53,6 @@ pub use handler::{
     IntoToolResult, Json, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest,
     ToolHandler,
 };
-pub(crate) use header_params::HeaderParam;
 use registry::Registry;
 use request_state::RequestStateCodec;
 #[cfg(feature = "http-server")]
@@ -260,7 +258,10 @@ impl Server {
     /// The `Mcp-Param-{Name}` headers a `tools/call` of `tool` must carry, each with the path of
     /// the argument it mirrors; empty for an unknown tool.
     #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-    pub(crate) fn header_params(&self, tool: &str) -> Vec<HeaderParam> {
+    pub(crate) fn header_params(
+        &self,
+        tool: &str,
+    ) -> Vec<barrel_mcp_types::header_params::HeaderParam> {
         self.read_registry()
             .tools
             .get(tool)

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use barrel_mcp_types::header_params::{HeaderParam, header_params};
 use barrel_mcp_types::{
     JsonObject, Prompt, PromptsCapability, Resource, ResourceTemplate, ResourcesCapability,
     ServerCapabilities, Tool, ToolsCapability, validate_tool_name,
@@ -14,7 +15,6 @@ use barrel_mcp_types::{
 
 use super::completion::Completer;
 use super::handler::{PromptHandler, ResourceHandler, ToolHandler};
-use super::header_params::{HeaderParam, header_params};
 use super::uri_template::UriTemplate;
 use super::validation::{SchemaValidator, check_input_schema};
 use crate::Error;

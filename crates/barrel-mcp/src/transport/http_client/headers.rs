@@ -2,28 +2,13 @@
 
 use std::collections::HashMap;
 
+pub(super) use barrel_mcp_types::header_params::HeaderParam;
+use barrel_mcp_types::header_params::header_params;
 use barrel_mcp_types::meta::PROTOCOL_VERSION_KEY;
 use barrel_mcp_types::{Message, Request};
 use base64::Engine;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-
-/// One `x-mcp-header` argument: the header's `{Name}` and the property path to the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct HeaderParam {
-    name: String,
-    path: Vec<String>,
-}
-
-impl HeaderParam {
-    fn value_in<'a>(&self, arguments: &'a Value) -> Option<&'a Value> {
-        let mut value = arguments;
-        for key in &self.path {
-            value = value.get(key)?;
-        }
-        (!value.is_null()).then_some(value)
-    }
-}
 
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 pub(super) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -100,7 +85,7 @@ pub(super) fn tool_params(result: &Value) -> (Vec<(String, Vec<HeaderParam>)>, V
         let Some(schema) = tool.get("inputSchema").and_then(Value::as_object) else {
             continue;
         };
-        match annotations(schema) {
+        match header_params(schema) {
             Ok(params) if params.is_empty() => {}
             Ok(params) => found.push((name.to_owned(), params)),
             Err(why) => {
@@ -113,50 +98,6 @@ pub(super) fn tool_params(result: &Value) -> (Vec<(String, Vec<HeaderParam>)>, V
         }
     }
     (found, invalid)
-}
-
-/// The annotated properties reached through `properties` alone, checked against the spec's
-/// rules (an RFC 9110 token, unique ignoring case, on a string, integer or boolean).
-fn annotations(schema: &serde_json::Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
-    fn walk(
-        schema: &serde_json::Map<String, Value>,
-        path: &mut Vec<String>,
-        found: &mut Vec<HeaderParam>,
-    ) -> Result<(), String> {
-        let Some(Value::Object(properties)) = schema.get("properties") else {
-            return Ok(());
-        };
-        for (key, property) in properties {
-            let Value::Object(property) = property else {
-                continue;
-            };
-            path.push(key.clone());
-            if let Some(annotation) = property.get("x-mcp-header") {
-                let name = annotation.as_str().unwrap_or_default();
-                let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
-                if name.is_empty() || !name.bytes().all(token) {
-                    return Err(format!("{name:?} is not a header token"));
-                }
-                let kind = property.get("type").and_then(Value::as_str);
-                if !matches!(kind, Some("string" | "integer" | "boolean")) {
-                    return Err(format!("{name:?} is on a {kind:?} property"));
-                }
-                if found.iter().any(|p| p.name.eq_ignore_ascii_case(name)) {
-                    return Err(format!("{name:?} is used twice"));
-                }
-                found.push(HeaderParam {
-                    name: name.to_owned(),
-                    path: path.clone(),
-                });
-            }
-            walk(property, path, found)?;
-            path.pop();
-        }
-        Ok(())
-    }
-    let mut found = Vec::new();
-    walk(schema, &mut Vec::new(), &mut found)?;
-    Ok(found)
 }
 
 /// A header value as is when it is plain visible ASCII, else `=?base64?…?=`.

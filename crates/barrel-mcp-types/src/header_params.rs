@@ -1,24 +1,25 @@
 //! `x-mcp-header` (2026-07-28): tool arguments that clients mirror into `Mcp-Param-{Name}` HTTP
 //! headers, so intermediaries can route on them without reading the body.
 //!
-//! The annotations are read once, when a tool is registered, and checked against the spec's
+//! [`header_params`] reads the annotations of an `inputSchema` and checks them against the spec's
 //! rules: the name is an RFC 9110 token, unique (ignoring case) within the schema, on a
-//! `string`, `integer` or `boolean` property reached through `properties` alone. A tool whose
-//! annotations break a rule is refused, since clients would drop it.
+//! `string`, `integer` or `boolean` property reached through `properties` alone. A server refuses
+//! to register a tool whose annotations break a rule; a client drops such a tool.
 
 use serde_json::{Map, Value};
 
 /// One annotated argument: the header's `{Name}` and the path of property names to the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HeaderParam {
-    pub(crate) name: String,
-    pub(crate) path: Vec<String>,
+pub struct HeaderParam {
+    /// The `{Name}` of the `Mcp-Param-{Name}` header.
+    pub name: String,
+    /// The property names leading from the arguments to the value.
+    pub path: Vec<String>,
 }
 
 impl HeaderParam {
     /// The argument's value in `arguments`, if present and not null.
-    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-    pub(crate) fn value_in<'a>(&self, arguments: &'a Value) -> Option<&'a Value> {
+    pub fn value_in<'a>(&self, arguments: &'a Value) -> Option<&'a Value> {
         let mut value = arguments;
         for key in &self.path {
             value = value.get(key)?;
@@ -28,7 +29,7 @@ impl HeaderParam {
 }
 
 /// The annotated arguments of an `inputSchema`, or why the annotations are invalid.
-pub(crate) fn header_params(schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
+pub fn header_params(schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
     let mut found = Vec::new();
     collect(schema, &mut Vec::new(), &mut found)?;
     for (i, a) in found.iter().enumerate() {
