@@ -56,7 +56,7 @@ pub use handler::{
 use registry::Registry;
 use request_state::RequestStateCodec;
 #[cfg(feature = "http-server")]
-pub(crate) use stateless::supported_versions;
+pub(crate) use stateless::unsupported_version;
 
 /// Limits and defaults of a server. Every field has a documented default.
 #[derive(Debug, Clone)]

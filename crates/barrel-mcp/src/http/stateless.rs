@@ -18,7 +18,7 @@ use barrel_mcp_types::meta::{
 use barrel_mcp_types::{ErrorCode, ErrorObject, Implementation, Message, ProtocolVersion, Request};
 use base64::Engine;
 use http::{HeaderMap, HeaderName, StatusCode};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -99,12 +99,7 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
         return Err(mismatch("Mcp-Method differs from the body's method"));
     }
     if !ProtocolVersion::parse(claim).is_some_and(ProtocolVersion::is_stateless) {
-        let supported = crate::server::supported_versions();
-        return Err(ErrorObject::new(
-            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-        )
-        .with_data(json!({ "supported": supported, "requested": claim })));
+        return Err(crate::server::unsupported_version(claim));
     }
     if !is_request {
         return Ok(());
