@@ -109,6 +109,10 @@ pub struct HttpClientConfig {
     /// Open the GET stream for server-initiated messages once a session is initialized.
     /// Default true.
     pub open_get_stream: bool,
+    /// After `notifications/initialized`, how long the transport waits for the server to
+    /// answer the GET stream's request before it sends anything else, so that a request the
+    /// server sends right away is not lost. Default 2 s.
+    pub get_stream_wait: Duration,
     /// Re-run the handshake when the server answers 404 for a known session. Default true.
     pub reinitialize: bool,
     /// How long opening a TCP connection may take, and then the TLS handshake for `https://`.
@@ -128,6 +132,7 @@ impl Default for HttpClientConfig {
             default_retry: Duration::from_secs(1),
             max_resumptions: 5,
             open_get_stream: true,
+            get_stream_wait: Duration::from_secs(2),
             reinitialize: true,
             connect_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),

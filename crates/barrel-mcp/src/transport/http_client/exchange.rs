@@ -12,6 +12,7 @@ use http::{HeaderValue, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::headers;
@@ -323,27 +324,38 @@ async fn read_limited(mut body: Incoming, max: usize) -> Result<Bytes, String> {
     Ok(Bytes::from(out))
 }
 
-/// Starts the session's GET stream unless it runs already.
-pub(super) fn start_listening(state: &Arc<State>) {
+/// Starts the session's GET stream unless it runs already, and waits (at most
+/// [`HttpClientConfig::get_stream_wait`](super::HttpClientConfig::get_stream_wait)) until the
+/// server answered its first GET: a server that sends a request right after the handshake
+/// (outside any POST's stream) can only deliver it on a stream that is open.
+pub(super) async fn start_listening(state: &Arc<State>) {
     if !state.config.open_get_stream || state.listening.swap(true, Ordering::AcqRel) {
         return;
     }
-    let state = Arc::clone(state);
+    let (ready, answered) = oneshot::channel();
+    let listener = Arc::clone(state);
     tokio::spawn(async move {
         tokio::select! {
-            () = listen(&state) => {}
-            () = state.closed.cancelled() => {}
+            () = listen(&listener, ready) => {}
+            () = listener.closed.cancelled() => {}
         }
-        state.listening.store(false, Ordering::Release);
+        listener.listening.store(false, Ordering::Release);
     });
+    let _ = tokio::time::timeout(state.config.get_stream_wait, answered).await;
 }
 
 /// The GET stream: server-initiated messages, reconnected with `Last-Event-ID` after `retry`.
-async fn listen(state: &State) {
+/// `ready` fires once the first GET has an answer (a stream, a refusal or an error).
+async fn listen(state: &State, ready: oneshot::Sender<()>) {
+    let mut ready = Some(ready);
     let mut last: Option<String> = None;
     let mut failures = 0u32;
     loop {
-        let response = match state.get(last.as_deref()).await {
+        let response = state.get(last.as_deref()).await;
+        if let Some(ready) = ready.take() {
+            let _ = ready.send(());
+        }
+        let response = match response {
             Ok(response) => response,
             Err(error) => {
                 failures += 1;
@@ -441,7 +453,7 @@ pub(super) async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Res
             response.status()
         )));
     }
-    start_listening(state);
+    start_listening(state).await;
     Ok(())
 }
 

@@ -152,7 +152,7 @@ impl State {
             let status = response.status();
             if status.is_success() {
                 if matches!(message, Message::Notification(n) if n.method == INITIALIZED) {
-                    exchange::start_listening(self);
+                    exchange::start_listening(self).await;
                 }
                 return Ok(());
             }

@@ -185,12 +185,17 @@ struct Seen {
     requests: Vec<(Method, HeaderMap, Value)>,
     /// The id of the `tools/call` whose stream is cut short.
     pending: Option<Value>,
+    /// In order: `POST <method>` when a POST arrives, `GET answered` when the first GET's
+    /// answer leaves.
+    events: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     Normal,
     Unauthorized,
+    /// The first GET is answered only after 200 ms.
+    SlowGet,
 }
 
 struct Scripted {
@@ -283,6 +288,13 @@ async fn script(
             )))
             .expect("response");
     }
+    if parts.method == Method::POST {
+        let method = message["method"].as_str().unwrap_or("(response)");
+        seen.lock()
+            .expect("lock")
+            .events
+            .push(format!("POST {method}"));
+    }
     let last_event_id = parts
         .headers
         .get("last-event-id")
@@ -303,6 +315,13 @@ async fn script(
                     sse(format!("id: call.2\ndata: {response}\n\n"))
                 }
                 None => {
+                    if mode == Mode::SlowGet {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        seen.lock()
+                            .expect("lock")
+                            .events
+                            .push("GET answered".into());
+                    }
                     let note = json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}});
                     sse(format!("id: get.1\nretry: 20\ndata: {note}\n\n"))
                 }
@@ -414,6 +433,26 @@ async fn a_broken_stream_resumes_with_last_event_id_and_close_deletes() {
         let last = seen.requests.last().expect("requests");
         assert_eq!(last.0, Method::DELETE);
     });
+}
+
+#[tokio::test]
+async fn nothing_is_sent_after_the_handshake_before_the_get_stream_is_answered() {
+    // A server that sends a request on the GET stream right after the handshake (the official
+    // TypeScript SDK drops it when no stream is open) must find the stream open.
+    let server = Scripted::start(Mode::SlowGet).await;
+    let client = scripted_client(&server, HttpClientConfig::default()).await;
+    within(client.ping()).await.expect("ping");
+    let events = server.seen(|seen| seen.events.clone());
+    assert_eq!(
+        events,
+        [
+            "POST initialize",
+            "POST notifications/initialized",
+            "GET answered",
+            "POST ping"
+        ]
+    );
+    client.close();
 }
 
 #[tokio::test]
