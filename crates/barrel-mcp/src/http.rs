@@ -65,7 +65,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::server::Server;
 
-pub use config::{HttpConfig, PrincipalResolver};
+pub use config::{Http2Config, HttpConfig, PrincipalResolver};
 pub use listener::{serve, serve_connection};
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfig, serve_tls};

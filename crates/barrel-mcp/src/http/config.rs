@@ -45,8 +45,8 @@ pub struct HttpConfig {
     /// How long a client may take to send a request's headers before the connection is
     /// closed (slowloris). Over TLS the handshake gets the same limit. Default 10 s.
     pub header_read_timeout: Duration,
-    /// The largest HTTP/2 header list, in bytes. Default 16 KiB.
-    pub max_header_list_size: u32,
+    /// Limits for HTTP/2 connections (cleartext by prior knowledge, or TLS with ALPN `h2`).
+    pub http2: Http2Config,
     /// The most connections the ready listeners ([`serve`](super::serve), `serve_tls`) serve
     /// at once. At the cap the listener stops accepting until a connection ends; new
     /// connections wait in the kernel's backlog (and time out there) rather than being accepted
@@ -108,7 +108,7 @@ impl Default for HttpConfig {
             body_timeout: Duration::from_secs(30),
             max_headers: 64,
             header_read_timeout: Duration::from_secs(10),
-            max_header_list_size: 16 * 1024,
+            http2: Http2Config::default(),
             max_connections: 4096,
             max_sessions: 1024,
             session_idle_timeout: Duration::from_secs(30 * 60),
@@ -124,6 +124,44 @@ impl Default for HttpConfig {
             json_response: false,
             shutdown_timeout: Duration::from_secs(10),
             principal: None,
+        }
+    }
+}
+
+/// Limits for HTTP/2 connections, applied by the ready listeners ([`serve`](super::serve),
+/// `serve_tls`, [`serve_connection`](super::serve_connection)).
+///
+/// They bound what one connection can make the server hold: open streams, streams the client
+/// resets before they are served (the "Rapid Reset" attack, CVE-2023-44487), streams the server
+/// had to reset for protocol errors, the header block, and silent peers. A client over a limit
+/// gets `REFUSED_STREAM` for the stream or `GOAWAY` (`ENHANCE_YOUR_CALM`) for the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http2Config {
+    /// Streams one connection may have open at once (advertised in `SETTINGS`). Default 100.
+    pub max_concurrent_streams: u32,
+    /// Streams the client opened and reset before the server could serve them; one more ends
+    /// the connection with `GOAWAY`. Default 20.
+    pub max_pending_accept_reset_streams: usize,
+    /// Streams the server reset because the client broke the protocol; one more ends the
+    /// connection. Default 256.
+    pub max_local_error_reset_streams: usize,
+    /// The largest header list, in bytes. Default 16 KiB.
+    pub max_header_list_size: u32,
+    /// How often an idle connection is pinged (`None`: never). Default 30 s.
+    pub keep_alive_interval: Option<Duration>,
+    /// How long a ping may go unanswered before the connection is closed. Default 20 s.
+    pub keep_alive_timeout: Duration,
+}
+
+impl Default for Http2Config {
+    fn default() -> Self {
+        Self {
+            max_concurrent_streams: 100,
+            max_pending_accept_reset_streams: 20,
+            max_local_error_reset_streams: 256,
+            max_header_list_size: 16 * 1024,
+            keep_alive_interval: Some(Duration::from_secs(30)),
+            keep_alive_timeout: Duration::from_secs(20),
         }
     }
 }

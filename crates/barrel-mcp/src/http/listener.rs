@@ -149,9 +149,15 @@ fn builder(http: &StreamableHttp) -> auto::Builder<TokioExecutor> {
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_read_timeout)
         .max_headers(config.max_headers);
+    let h2 = &config.http2;
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_header_list_size(config.max_header_list_size);
+        .max_concurrent_streams(h2.max_concurrent_streams)
+        .max_pending_accept_reset_streams(h2.max_pending_accept_reset_streams)
+        .max_local_error_reset_streams(h2.max_local_error_reset_streams)
+        .max_header_list_size(h2.max_header_list_size)
+        .keep_alive_interval(h2.keep_alive_interval)
+        .keep_alive_timeout(h2.keep_alive_timeout);
     builder
 }
