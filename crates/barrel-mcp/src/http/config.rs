@@ -22,7 +22,8 @@ pub struct HttpConfig {
     pub legacy_sse: bool,
     /// The path of the legacy SSE stream. Default `/sse`.
     pub legacy_sse_path: String,
-    /// The path legacy clients POST their messages to. Default `/messages`.
+    /// The path legacy clients POST their messages to. Default `/messages`. The `endpoint`
+    /// event names it as an absolute path, led by the prefix the router is nested under.
     pub legacy_messages_path: String,
     /// Accept `Host` headers naming `localhost`, `127.0.0.1` or `[::1]` (any port), and
     /// `Origin`s `http(s)://` of those names (any port). Default true.

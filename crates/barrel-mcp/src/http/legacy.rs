@@ -3,8 +3,8 @@
 //! GET on [`HttpConfig::legacy_sse_path`](super::HttpConfig::legacy_sse_path) opens a session
 //! and answers with its one SSE stream. The first event is `endpoint`, whose data is the URL the
 //! client POSTs its messages to: [`HttpConfig::legacy_messages_path`](super::HttpConfig::legacy_messages_path)
-//! with `?sessionId=…`, as an absolute path (so a router nested under a prefix needs that prefix
-//! in the configured path, or legacy clients are sent past it). Each POST carries
+//! with `?sessionId=…`, as an absolute path; when the router is nested in an application
+//! (`Router::nest`), the prefix it is nested under leads that path. Each POST carries
 //! one JSON-RPC message and gets 202; everything the server sends (responses, notifications,
 //! its own requests) is an event on the stream.
 //!
@@ -97,7 +97,15 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
             reply::rpc_error(-32603, "internal error"),
         );
     };
-    let endpoint = format!("{}?sessionId={}", config.legacy_messages_path, session.id);
+    // Nested under a prefix, the router sees paths without it; the client needs it back.
+    let prefix = parts
+        .extensions
+        .get::<axum::extract::NestedPath>()
+        .map_or("", |nested| nested.as_str().trim_end_matches('/'));
+    let endpoint = format!(
+        "{prefix}{}?sessionId={}",
+        config.legacy_messages_path, session.id
+    );
     // The priming event of a Streamable HTTP stream is not sent: the old transport's clients
     // expect `endpoint` first and may choke on an empty message.
     let first = Bytes::from(format!("event: endpoint\ndata: {endpoint}\n\n"));

@@ -324,3 +324,52 @@ async fn plain_json_rpc_over_post() {
     let read = client.call_json(5, "resources/list", json!({})).await;
     assert!(read["result"]["resources"].is_array(), "{read}");
 }
+
+#[tokio::test]
+async fn nested_under_a_prefix_the_endpoint_event_names_the_prefixed_path() {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let (server, _) = crate::server::fixture::server();
+    let http = barrel_mcp::http::StreamableHttp::new(server, HttpConfig::default());
+    let app = axum::Router::new().nest("/api/v1", http.router());
+    let open = http::Request::builder()
+        .method(Method::GET)
+        .uri("/api/v1/sse")
+        .header("host", "localhost")
+        .header("accept", "text/event-stream")
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let response = app.clone().oneshot(open).await.expect("infallible");
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let frame = within(body.frame()).await.expect("a frame").expect("data");
+    let first = String::from_utf8(frame.into_data().expect("data").to_vec()).expect("utf-8");
+    let endpoint = first
+        .strip_prefix("event: endpoint\ndata: ")
+        .and_then(|rest| rest.strip_suffix("\n\n"))
+        .unwrap_or_else(|| panic!("endpoint event: {first:?}"));
+    assert!(
+        endpoint.starts_with("/api/v1/messages?sessionId="),
+        "{endpoint}"
+    );
+
+    // The announced path reaches the session through the nested router.
+    let initialize = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2024-11-05","capabilities":{},
+        "clientInfo":{"name":"nested","version":"0"}}});
+    let post = http::Request::builder()
+        .method(Method::POST)
+        .uri(endpoint)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(initialize.to_string()))
+        .expect("request");
+    let response = app.oneshot(post).await.expect("infallible");
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let frame = within(body.frame()).await.expect("a frame").expect("data");
+    let event = String::from_utf8(frame.into_data().expect("data").to_vec()).expect("utf-8");
+    assert!(
+        event.contains("\"protocolVersion\":\"2024-11-05\""),
+        "{event}"
+    );
+}
