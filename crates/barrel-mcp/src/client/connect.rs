@@ -59,6 +59,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
         queue,
         events: events.clone(),
         apply_defaults: config.apply_elicitation_defaults,
+        capabilities: capabilities.clone(),
     });
     let (peer, task) = peer::serve(transport, dispatch, config.peer.clone());
     let mut guard = CloseOnDrop(Some(peer.clone()));

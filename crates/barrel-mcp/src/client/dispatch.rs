@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use barrel_mcp_types::method::names;
-use barrel_mcp_types::{ErrorObject, InputRequest, Notification, Request, ResourceUpdatedParams};
+use barrel_mcp_types::{
+    ClientCapabilities, ErrorCode, ErrorObject, InputRequest, Notification, Request,
+    ResourceUpdatedParams,
+};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
@@ -27,6 +30,8 @@ pub(crate) struct Dispatch {
     pub(crate) queue: mpsc::Sender<ServerNotification>,
     pub(crate) events: broadcast::Sender<Event>,
     pub(crate) apply_defaults: bool,
+    /// What the client declared: a server request for anything else is refused.
+    pub(crate) capabilities: ClientCapabilities,
 }
 
 impl Handler for Dispatch {
@@ -47,6 +52,16 @@ impl Handler for Dispatch {
                         return Box::pin(async move { Err(error) });
                     }
                 };
+                if !input::declared(&self.capabilities, &request) {
+                    let error = ErrorObject::new(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        format!(
+                            "{}: this client did not declare that capability",
+                            request.method()
+                        ),
+                    );
+                    return Box::pin(async move { Err(error) });
+                }
                 let handler = Arc::clone(&self.handler);
                 let apply_defaults = self.apply_defaults;
                 let cx = HandlerContext {

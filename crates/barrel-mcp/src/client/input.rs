@@ -40,7 +40,7 @@ fn encode<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
 }
 
 /// True when the client declared what `request` needs.
-fn declared(capabilities: &ClientCapabilities, request: &InputRequest) -> bool {
+pub(crate) fn declared(capabilities: &ClientCapabilities, request: &InputRequest) -> bool {
     match request {
         InputRequest::CreateMessage(_) => capabilities.supports_sampling(),
         InputRequest::Elicit(params) if params.is_url() => capabilities.supports_url_elicitation(),

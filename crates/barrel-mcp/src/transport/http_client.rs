@@ -103,6 +103,13 @@ pub struct HttpClientConfig {
     /// How long to wait before resuming or reconnecting a stream when the server named no
     /// `retry`. Default 1 s.
     pub default_retry: Duration,
+    /// The shortest wait before resuming or reconnecting a stream, whatever `retry` the server
+    /// sends (a `retry: 0` must not make the client hammer the server). A GET stream that ends
+    /// without any event doubles the wait each time, up to 32 times. Default 100 ms.
+    pub min_retry: Duration,
+    /// Once a call's response has arrived on its SSE stream, how long the client waits for the
+    /// stream to end (so its connection can be reused) before dropping it. Default 1 s.
+    pub stream_end_wait: Duration,
     /// How many times one call's stream is resumed (GET with `Last-Event-ID`) before the call
     /// fails. Default 5.
     pub max_resumptions: u32,
@@ -130,6 +137,8 @@ impl Default for HttpClientConfig {
             max_event_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_body_size: DEFAULT_MAX_MESSAGE_SIZE,
             default_retry: Duration::from_secs(1),
+            min_retry: Duration::from_millis(100),
+            stream_end_wait: Duration::from_secs(1),
             max_resumptions: 5,
             open_get_stream: true,
             get_stream_wait: Duration::from_secs(2),

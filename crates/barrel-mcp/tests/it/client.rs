@@ -12,6 +12,8 @@ mod handler;
 mod http;
 #[cfg(all(feature = "http-client-tls", feature = "tls"))]
 mod https;
+#[cfg(feature = "http-client")]
+mod misbehaving;
 mod mrtr;
 mod progress;
 mod subscriptions;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use barrel_mcp_types::jsonrpc::{self, DecodeError};
 use barrel_mcp_types::{ErrorCode, ErrorObject, Message, RequestId, Response};
@@ -41,7 +42,7 @@ pub(super) async fn run(state: Arc<State>, message: Message, cancel: Cancellatio
         () = cancel.cancelled() => Ok(()),
         () = state.closed.cancelled() => Ok(()),
     };
-    lock(&state.stateless_calls).remove(&call.id);
+    lock(&state.calls).remove(&call.id);
     if let Err(error) = outcome {
         state.fail(error).await;
     }
@@ -172,8 +173,7 @@ async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(
             let why = format!("the stream broke {resumptions} times before the response");
             return fail_call(state, call, why).await;
         }
-        let delay = decoder.retry().unwrap_or(state.config.default_retry);
-        tokio::time::sleep(delay).await;
+        tokio::time::sleep(retry_delay(&state.config, decoder.retry())).await;
         tracing::debug!(id = %call.id, last, "resuming the stream");
         let response = state.get(Some(&last)).await?;
         if let Some(error) = refusal(&response) {
@@ -209,7 +209,16 @@ async fn pump(
     let mut answered = false;
     let mut items = Vec::new();
     loop {
-        let chunk = match body.frame().await {
+        let frame = if answered {
+            // The response is in: the stream should end now. One that stays open is dropped.
+            match tokio::time::timeout(state.config.stream_end_wait, body.frame()).await {
+                Ok(frame) => frame,
+                Err(_) => break,
+            }
+        } else {
+            body.frame().await
+        };
+        let chunk = match frame {
             Some(Ok(frame)) => match frame.into_data() {
                 Ok(data) => data,
                 Err(_) => continue,
@@ -350,6 +359,7 @@ async fn listen(state: &State, ready: oneshot::Sender<()>) {
     let mut ready = Some(ready);
     let mut last: Option<String> = None;
     let mut failures = 0u32;
+    let mut empty = 0u32;
     loop {
         let response = state.get(last.as_deref()).await;
         if let Some(ready) = ready.take() {
@@ -385,8 +395,21 @@ async fn listen(state: &State, ready: oneshot::Sender<()>) {
             tracing::warn!("an event on the GET stream was too large; reconnecting");
         }
         last = decoder.last_event_id().map(str::to_owned);
-        tokio::time::sleep(decoder.retry().unwrap_or(state.config.default_retry)).await;
+        // A stream that ends without a single event is no stream: wait longer each time, so
+        // that such a server is not asked again and again.
+        empty = if decoder.events() == 0 {
+            (empty + 1).min(5)
+        } else {
+            0
+        };
+        tokio::time::sleep(retry_delay(&state.config, decoder.retry()) * (1 << empty)).await;
     }
+}
+
+/// How long to wait before resuming or reconnecting: the server's `retry`, or the default,
+/// and never less than the configured floor.
+fn retry_delay(config: &super::HttpClientConfig, retry: Option<Duration>) -> Duration {
+    retry.unwrap_or(config.default_retry).max(config.min_retry)
 }
 
 /// Re-runs the handshake after the server forgot the session `stale`.

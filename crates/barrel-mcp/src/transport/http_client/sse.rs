@@ -43,6 +43,8 @@ pub(crate) struct SseDecoder {
     skipping: bool,
     last_event_id: Option<String>,
     retry: Option<Duration>,
+    /// Events completed so far (with data or not), oversized ones included.
+    events: u64,
 }
 
 impl SseDecoder {
@@ -58,6 +60,7 @@ impl SseDecoder {
             skipping: false,
             last_event_id: None,
             retry: None,
+            events: 0,
         }
     }
 
@@ -78,6 +81,11 @@ impl SseDecoder {
         self.retry
     }
 
+    /// How many events the stream has carried (a priming event counts).
+    pub(crate) fn events(&self) -> u64 {
+        self.events
+    }
+
     /// Feeds a chunk; appends what it completes to `out`.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Item>) {
         while !chunk.is_empty() {
@@ -89,6 +97,10 @@ impl SseDecoder {
             self.line_has_text |= part.iter().any(|&b| b != b'\r');
             self.size = self.size.saturating_add(part.len() + usize::from(ended));
             if self.size > self.max_event_size {
+                if !self.skipping {
+                    // Reported at once: the rest of the event may never come.
+                    out.push(Item::TooLarge);
+                }
                 self.skipping = true;
                 self.line = Vec::new();
                 self.data = String::new();
@@ -145,9 +157,11 @@ impl SseDecoder {
         let event = self.event.take();
         let has_data = std::mem::take(&mut self.has_data);
         self.size = 0;
-        if std::mem::take(&mut self.skipping) {
-            out.push(Item::TooLarge);
-        } else if has_data {
+        let skipped = std::mem::take(&mut self.skipping);
+        if skipped || has_data || event.is_some() {
+            self.events += 1;
+        }
+        if !skipped && has_data {
             out.push(Item::Event(Event { event, data }));
         }
     }
@@ -203,5 +217,28 @@ mod tests {
         let out = decode(&mut decoder, &input);
         assert_eq!(out, vec![Item::TooLarge, event("ok")]);
         assert!(decoder.line.capacity() <= 64);
+        assert_eq!(decoder.events(), 2);
+    }
+
+    #[test]
+    fn an_oversized_event_is_reported_before_it_ends() {
+        // A server that never finishes the event must not leave the reader waiting.
+        let mut decoder = SseDecoder::new(16);
+        let out = decode(&mut decoder, &[b'x'; 40]);
+        assert_eq!(out, vec![Item::TooLarge]);
+        assert!(
+            decode(&mut decoder, &[b'x'; 40]).is_empty(),
+            "reported once"
+        );
+        assert!(decode(&mut decoder, b"\n\n").is_empty());
+    }
+
+    #[test]
+    fn events_are_counted_comments_are_not() {
+        let mut decoder = SseDecoder::new(1024);
+        decode(&mut decoder, b": keep-alive\n\n\n");
+        assert_eq!(decoder.events(), 0);
+        decode(&mut decoder, b"id: 1\nretry: 0\ndata:\n\nevent: x\n\n");
+        assert_eq!(decoder.events(), 2);
     }
 }

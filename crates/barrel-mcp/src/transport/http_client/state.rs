@@ -46,8 +46,11 @@ pub(crate) struct State {
     pub(super) reinit_count: AtomicU64,
     /// Tools with `x-mcp-header` arguments, from the last `tools/list` answers.
     pub(super) tool_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
-    /// 2026-07-28 calls in flight: cancelling one drops its HTTP exchange.
-    pub(super) stateless_calls: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Calls in flight, and whether each is a 2026-07-28 one: cancelling a call drops its HTTP
+    /// exchange (so a server that never answers holds no task or socket); a session's server
+    /// is also told with `notifications/cancelled`, a 2026-07-28 one learns it from the
+    /// dropped connection.
+    pub(super) calls: Mutex<HashMap<RequestId, (CancellationToken, bool)>>,
     /// True while the GET stream task runs.
     pub(super) listening: AtomicBool,
     inbound: mpsc::Sender<Inbound>,
@@ -86,7 +89,7 @@ impl State {
             reinit: tokio::sync::Mutex::new(()),
             reinit_count: AtomicU64::new(0),
             tool_params: Mutex::new(HashMap::new()),
-            stateless_calls: Mutex::new(HashMap::new()),
+            calls: Mutex::new(HashMap::new()),
             listening: AtomicBool::new(false),
             inbound,
             closed,
@@ -113,9 +116,7 @@ impl State {
             Message::Request(request) => {
                 let cancel = CancellationToken::new();
                 let stateless = headers::claimed_version(&message).is_some();
-                if stateless {
-                    lock(&self.stateless_calls).insert(request.id.clone(), cancel.clone());
-                }
+                lock(&self.calls).insert(request.id.clone(), (cancel.clone(), stateless));
                 if request.method == "initialize" {
                     lock(&self.session).init_params = request.params.clone();
                 }
@@ -129,12 +130,16 @@ impl State {
                     .as_ref()
                     .and_then(|p| p.get("requestId"))
                     .and_then(RequestId::from_value);
-                let call = id.and_then(|id| lock(&self.stateless_calls).remove(&id));
+                let call = id.and_then(|id| lock(&self.calls).remove(&id));
                 match call {
                     // No session to tell: dropping the exchange is the cancellation.
-                    Some(cancel) => {
+                    Some((cancel, true)) => {
                         cancel.cancel();
                         Ok(())
+                    }
+                    Some((cancel, false)) => {
+                        cancel.cancel();
+                        self.post_one_way(&message).await
                     }
                     None => self.post_one_way(&message).await,
                 }

@@ -264,3 +264,53 @@ async fn undeclared_capabilities_are_not_answered() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_server_asking_for_an_undeclared_capability_gets_method_not_found() {
+    // A server that asks anyway, in a session: the handler could answer, but the client
+    // declared only roots, so sampling and elicitation are refused and roots is answered.
+    let declared = ClientCapabilities {
+        roots: Some(RootsCapability::default()),
+        ..ClientCapabilities::default()
+    };
+    let builder = super::builder(Some(ProtocolVersion::V2025_11_25))
+        .handler(Everything::default())
+        .capabilities(declared);
+    let client = super::connect_fake(builder, |request, peer| {
+        Box::pin(async move {
+            match request.method.as_str() {
+                "initialize" => Ok(json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "asks-anyway", "version": "0" }
+                })),
+                "tools/call" => {
+                    let options = barrel_mcp::peer::RequestOptions::default();
+                    let mut codes = Vec::new();
+                    for (method, params) in [
+                        ("sampling/createMessage", json!({"messages": [], "maxTokens": 5})),
+                        ("elicitation/create", json!({"message": "?", "requestedSchema": {"type": "object", "properties": {}}})),
+                        ("roots/list", json!({})),
+                    ] {
+                        let code = match peer.request(method, Some(params), options.clone()).await {
+                            Ok(_) => 0,
+                            Err(e) => e.as_rpc().map_or(-1, |rpc| i64::from(rpc.code.0)),
+                        };
+                        codes.push(json!(code));
+                    }
+                    Ok(json!({ "content": [], "structuredContent": { "codes": codes } }))
+                }
+                _ => Ok(json!({})),
+            }
+        })
+    })
+    .await;
+    let result = within(client.call_tool(CallToolParams::new("ask")))
+        .await
+        .expect("call");
+    assert_eq!(
+        result.structured_content.expect("codes")["codes"],
+        json!([-32601, -32601, 0])
+    );
+    client.close();
+}

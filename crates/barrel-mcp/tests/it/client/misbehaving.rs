@@ -1,0 +1,205 @@
+//! The HTTP client against a server that misbehaves on purpose: a GET stream that ends at once
+//! with `retry: 0` (the client must not hammer it), and a call whose SSE stream never answers
+//! (a timed-out call must let go of its stream, and the server is told).
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use barrel_mcp::client::{CallOptions, Client};
+use barrel_mcp::transport::http_client::{HttpClientConfig, HttpClientTransport};
+use barrel_mcp::types::{CallToolParams, ProtocolVersion};
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use http_body_util::combinators::BoxBody;
+use hyper::body::{Body, Frame, Incoming};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+use super::builder;
+use crate::support::within;
+
+/// What the server saw, in order: `GET`, `POST <method>`, `stream dropped`.
+type Seen = Arc<Mutex<Vec<(Instant, String)>>>;
+
+/// A body that sends one priming event, then nothing, for ever; notes when it is dropped.
+struct Stalled {
+    primed: bool,
+    seen: Seen,
+}
+
+impl Body for Stalled {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.primed {
+            return Poll::Pending;
+        }
+        self.primed = true;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+            b"id: stalled.1\nretry: 100\ndata:\n\n",
+        )))))
+    }
+}
+
+impl Drop for Stalled {
+    fn drop(&mut self) {
+        note(&self.seen, "stream dropped".into());
+    }
+}
+
+fn note(seen: &Seen, what: String) {
+    seen.lock().expect("lock").push((Instant::now(), what));
+}
+
+fn full(
+    status: StatusCode,
+    content_type: &str,
+    body: String,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .header("mcp-session-id", "misbehaving-1")
+        .body(http_body_util::Full::new(Bytes::from(body)).boxed())
+        .expect("response")
+}
+
+async fn answer(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if parts.method == Method::GET {
+        note(&seen, "GET".into());
+        // Ends at once, without a single event, asking for an immediate reconnection.
+        return full(StatusCode::OK, "text/event-stream", "retry: 0\n\n".into());
+    }
+    if parts.method == Method::DELETE {
+        return full(StatusCode::OK, "text/plain", String::new());
+    }
+    let method = message["method"]
+        .as_str()
+        .unwrap_or("(response)")
+        .to_owned();
+    note(&seen, format!("POST {method}"));
+    let Some(id) = message.get("id").cloned() else {
+        return full(StatusCode::ACCEPTED, "text/plain", String::new());
+    };
+    match method.as_str() {
+        "initialize" => full(
+            StatusCode::OK,
+            "application/json",
+            json!({"jsonrpc":"2.0","id":id,"result":{
+                "protocolVersion":"2025-11-25",
+                "capabilities":{"tools":{}},
+                "serverInfo":{"name":"misbehaving","version":"0"}
+            }})
+            .to_string(),
+        ),
+        "tools/call" => Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(
+                Stalled {
+                    primed: false,
+                    seen: Arc::clone(&seen),
+                }
+                .boxed(),
+            )
+            .expect("response"),
+        _ => full(
+            StatusCode::OK,
+            "application/json",
+            json!({"jsonrpc":"2.0","id":id,"result":{}}).to_string(),
+        ),
+    }
+}
+
+/// Starts the server; returns its URL and what it sees.
+async fn start() -> (String, Seen) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let seen: Seen = Arc::default();
+    let state = Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let state = Arc::clone(&state);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let state = Arc::clone(&state);
+                    async move { Ok::<_, Infallible>(answer(state, request).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+async fn connect(url: &str, config: HttpClientConfig) -> Client {
+    let transport = HttpClientTransport::new(url).expect("url").config(config);
+    within(builder(Some(ProtocolVersion::V2025_11_25)).connect_http(transport))
+        .await
+        .expect("connect")
+}
+
+fn count(seen: &Seen, what: &str) -> usize {
+    seen.lock()
+        .expect("lock")
+        .iter()
+        .filter(|(_, w)| w == what)
+        .count()
+}
+
+#[tokio::test]
+async fn an_empty_get_stream_with_retry_zero_is_not_hammered() {
+    let (url, seen) = start().await;
+    let client = connect(&url, HttpClientConfig::default()).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // The floor (100 ms), doubled after each stream without an event: 100, 200, 400, 800 ms.
+    // Without both, a `retry: 0` server would see hundreds of GETs a second.
+    let gets = count(&seen, "GET");
+    assert!((2..=6).contains(&gets), "{gets} GETs in one second");
+    client.close();
+}
+
+#[tokio::test]
+async fn a_call_that_times_out_lets_go_of_its_stream_and_the_server_is_told() {
+    let (url, seen) = start().await;
+    let config = HttpClientConfig {
+        open_get_stream: false,
+        ..HttpClientConfig::default()
+    };
+    let client = connect(&url, config).await;
+    let options = CallOptions::new().timeout(Duration::from_millis(300));
+    let error = within(client.call_tool_with(CallToolParams::new("stall"), options))
+        .await
+        .expect_err("no answer comes");
+    assert!(error.to_string().contains("timed out"), "{error}");
+    // The stream the server holds open is dropped (the client closed it), and the server got
+    // `notifications/cancelled`.
+    within(async {
+        while count(&seen, "stream dropped") == 0
+            || count(&seen, "POST notifications/cancelled") == 0
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    within(client.ping()).await.expect("the connection goes on");
+    client.close();
+}
