@@ -1,7 +1,7 @@
 //! POST, GET and DELETE for the sessionful revisions (2024-11-05 to 2025-11-25).
 //!
 //! `initialize` without `Mcp-Session-Id` creates a session and names it in the response
-//! header; every later request must carry the id (400 without it, 404 when it is unknown,
+//! header (an `initialize` whose params do not decode is 400 and opens nothing); every later request must carry the id (400 without it, 404 when it is unknown,
 //! ended, or belongs to another principal). A request is answered with an SSE stream when the
 //! client accepts one (and [`HttpConfig::json_response`](super::HttpConfig::json_response) is
 //! off), else with one JSON body; notifications and responses get 202. GET opens the session's
@@ -11,10 +11,11 @@
 use std::sync::Arc;
 
 use axum::response::Response;
-use barrel_mcp_types::{ErrorObject, Message, ProtocolVersion};
+use barrel_mcp_types::{ErrorObject, InitializeParams, Message, ProtocolVersion};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::State;
@@ -39,6 +40,13 @@ pub(crate) async fn post(
     }
     let opens = matches!(&message, Message::Request(r) if r.method == "initialize")
         && !parts.headers.contains_key(reply::SESSION_ID);
+    if opens
+        && let Message::Request(request) = &message
+        && let Err(error) = check_initialize(request.params.as_ref())
+    {
+        // Refused before a session exists: nothing is allocated for it.
+        return reply::error(StatusCode::BAD_REQUEST, Some(request.id.clone()), error);
+    }
     let session = if opens {
         match open(state, parts) {
             Ok(session) => session,
@@ -95,6 +103,18 @@ pub(crate) async fn post(
         response.headers_mut().insert(reply::SESSION_ID, value);
     }
     response
+}
+
+/// Whether `initialize`'s params are well formed (the session's server decodes them again).
+fn check_initialize(params: Option<&Value>) -> Result<(), ErrorObject> {
+    let Some(params) = params else {
+        return Err(ErrorObject::invalid_params(
+            "invalid params: initialize needs params",
+        ));
+    };
+    InitializeParams::deserialize(params)
+        .map(drop)
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 /// GET: the session's stream for server-initiated messages, or a resumed stream.

@@ -193,3 +193,30 @@ async fn sessions_are_bound_to_their_principal() {
     assert_eq!(own.status(), StatusCode::OK);
     assert_eq!(body_json(own).await["result"], json!({}));
 }
+
+#[tokio::test]
+async fn a_malformed_initialize_is_refused_before_a_session_exists() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let client = server.client();
+    let bad = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize"}),
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}),
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":"not an object"}}),
+    ];
+    for message in bad {
+        let response = client.post(&message).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{message}");
+        assert!(session_id(response.headers()).is_none(), "{message}");
+        let body = body_json(response).await;
+        assert_eq!(body["id"], 1, "{body}");
+        assert_eq!(body["error"]["code"], -32602, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("invalid params")),
+            "{body}"
+        );
+    }
+    assert_eq!(server.http.session_count(), 0);
+}
