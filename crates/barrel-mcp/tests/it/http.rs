@@ -4,6 +4,7 @@
 //! HTTP/1.1 client (one connection per request, so a test can hold a stream open while it sends
 //! more), and [`SseReader`] reads events off a streamed body.
 
+mod hostile;
 mod http2;
 mod legacy;
 mod limits;
