@@ -55,8 +55,9 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// The most live sessions; one more `initialize` gets 503 with `Retry-After`. Default 1024.
     pub max_sessions: usize,
-    /// A session nobody used for this long is closed; later requests get 404. Requests still
-    /// running keep it alive. Default 30 min.
+    /// A session nobody used for this long is closed; later requests get 404. A client reading
+    /// one of its streams, or waiting for a JSON answer, keeps it alive; a request still running
+    /// with nobody waiting for it does not (closing the session stops it). Default 30 min.
     pub session_idle_timeout: Duration,
     /// A session that has not sent `notifications/initialized` this long after `initialize`
     /// is closed. Default 60 s.

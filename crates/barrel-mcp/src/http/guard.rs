@@ -63,7 +63,7 @@ pub(crate) fn check(
 }
 
 /// The one value of a header that must not repeat.
-fn single(
+pub(crate) fn single(
     headers: &HeaderMap,
     name: header::HeaderName,
 ) -> Result<Option<HeaderValue>, axum::response::Response> {

@@ -154,16 +154,17 @@ async fn post(state: &Arc<State>, parts: &http::request::Parts, body: Body) -> R
 /// The legacy session named by the `sessionId` query parameter: 400 without one, 404 when it
 /// is unknown, ended, not a legacy session, or another principal's.
 fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
-    let id = parts.uri.query().and_then(|query| {
-        query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("sessionId="))
-    });
-    let Some(id) = id else {
+    let mut ids = parts
+        .uri
+        .query()
+        .into_iter()
+        .flat_map(|query| query.split('&'))
+        .filter_map(|pair| pair.strip_prefix("sessionId="));
+    let (Some(id), None) = (ids.next(), ids.next()) else {
         return Err(reply::error(
             StatusCode::BAD_REQUEST,
             None,
-            reply::rpc_error(-32600, "the sessionId query parameter is required"),
+            reply::rpc_error(-32600, "exactly one sessionId query parameter is required"),
         ));
     };
     let session = state

@@ -124,10 +124,15 @@ impl HttpSession {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// True while a request runs or a reader is attached to a stream.
+    /// True while somebody waits on the session: a reader attached to one of its streams, or a
+    /// POST waiting for its JSON answer.
     pub(crate) fn is_busy(&self) -> bool {
         let routing = self.routing();
-        !routing.by_request.is_empty() || routing.streams.values().any(|s| s.has_live_reader())
+        routing.streams.values().any(|s| s.has_live_reader())
+            || routing
+                .by_request
+                .values()
+                .any(|route| matches!(route, Route::Json(waiting) if !waiting.is_closed()))
     }
 
     /// Marks `id` as the `initialize` request that opened the session.

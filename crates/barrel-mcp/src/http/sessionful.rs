@@ -18,11 +18,11 @@ use http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::State;
 use super::reply::{self, Accepts};
 use super::session::{HttpSession, Refused, Reply};
 use super::sessions::CreateError;
 use super::sse;
+use super::{State, guard};
 
 /// POST of a message that belongs to a session (or `initialize`, which opens one).
 pub(crate) async fn post(
@@ -215,7 +215,8 @@ pub(crate) fn refused(error: &CreateError) -> Response {
 /// The session the request names: 400 without an id, 404 when it is unknown or belongs to
 /// another principal (the two are indistinguishable).
 fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
-    let Some(id) = parts.headers.get(reply::SESSION_ID) else {
+    // Two ids are refused, never resolved to one: a proxy could act on the other.
+    let Some(id) = guard::single(&parts.headers, reply::SESSION_ID)? else {
         return Err(bad_request("Mcp-Session-Id header is required"));
     };
     let session = id
@@ -236,7 +237,7 @@ fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSe
 /// 400 unless a present `MCP-Protocol-Version` names a sessionful revision we speak. A missing
 /// header means the version the session negotiated.
 fn check_version(headers: &HeaderMap) -> Result<(), Response> {
-    let Some(value) = headers.get(reply::PROTOCOL_VERSION) else {
+    let Some(value) = guard::single(headers, reply::PROTOCOL_VERSION)? else {
         return Ok(());
     };
     let known = value

@@ -135,24 +135,28 @@ impl Sessions {
     }
 }
 
-/// Resolves when the session should be closed: never initialized within `init`, or idle (no
-/// request running, no reader attached) for `idle`.
+/// Resolves when the session should be closed: never initialized within `init`, or idle for
+/// `idle`: no request from the client, and nobody waiting (no reader on any of its streams, no
+/// JSON answer awaited). A handler still running with nobody waiting for it (the client went
+/// away) does not keep the session alive; closing the session stops it.
 async fn watchdog(session: &HttpSession, idle: std::time::Duration, init: std::time::Duration) {
     let created = Instant::now();
     loop {
+        // Both clocks run from the start: a session that initializes is idle-checked from then
+        // on, not only once the initialization deadline has passed.
+        let idle_deadline = session.last_seen() + idle;
         let deadline = if session.is_initialized() {
-            session.last_seen() + idle
+            idle_deadline
         } else {
-            created + init
+            idle_deadline.min(created + init)
         };
         tokio::time::sleep_until(deadline).await;
         let now = Instant::now();
-        if !session.is_initialized() {
-            if now >= created + init {
-                tracing::debug!(session = %session.id, "session never initialized; closed");
-                return;
-            }
-        } else if session.is_busy() {
+        if !session.is_initialized() && now >= created + init {
+            tracing::debug!(session = %session.id, "session never initialized; closed");
+            return;
+        }
+        if session.is_busy() {
             session.touch();
         } else if now >= session.last_seen() + idle {
             tracing::debug!(session = %session.id, "session idle; closed");

@@ -373,3 +373,36 @@ async fn nested_under_a_prefix_the_endpoint_event_names_the_prefixed_path() {
         "{event}"
     );
 }
+
+#[tokio::test]
+async fn two_session_ids_in_the_query_are_refused() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut legacy = Legacy::open(server.addr).await;
+    legacy.initialize().await;
+    let ping = json!({"jsonrpc":"2.0","id":7,"method":"ping"}).to_string();
+    for path in [
+        format!("{}&sessionId=forged", legacy.endpoint),
+        format!(
+            "/messages?sessionId=forged&{}",
+            &legacy.endpoint["/messages?".len()..]
+        ),
+    ] {
+        let response = send(
+            server.addr,
+            Method::POST,
+            &path,
+            &[("content-type", "application/json")],
+            Some(&ping),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+    }
+    // The session itself goes on.
+    assert_eq!(
+        legacy
+            .post(&json!({"jsonrpc":"2.0","id":8,"method":"ping"}))
+            .await,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(legacy.stream.next_message().await["id"], 8);
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 use barrel_mcp::http::{HttpConfig, PrincipalResolver};
 use http::{Method, StatusCode};
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{SseReader, TestServer, body_json, initialize, session_id};
 
@@ -219,4 +220,57 @@ async fn a_malformed_initialize_is_refused_before_a_session_exists() {
         );
     }
     assert_eq!(server.http.session_count(), 0);
+}
+
+#[tokio::test]
+async fn a_running_request_nobody_waits_for_does_not_keep_its_session() {
+    // The server learns that a reader has gone when a write fails: keep-alive comments every
+    // 100 ms make that quick.
+    let config = HttpConfig {
+        session_idle_timeout: Duration::from_millis(300),
+        keep_alive: Duration::from_millis(100),
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let mut client = server.client();
+    client.initialize().await;
+    let slow = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                      "params":{"name":"slow","arguments":{}}});
+
+    // While the client reads the call's stream, the session outlives its TTL...
+    let mut socket = tokio::net::TcpStream::connect(server.addr)
+        .await
+        .expect("connect");
+    let body = slow.to_string();
+    let session = client.session.clone().expect("session");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-session-id: {session}\r\n\
+         content-length: {}\r\n\r\n{body}",
+        server.addr,
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.expect("write");
+    let mut head = [0u8; 64];
+    let read = crate::support::within(socket.read(&mut head))
+        .await
+        .expect("read");
+    assert!(
+        head[..read].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        &head[..read]
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(server.http.session_count(), 1);
+
+    // ...and once it has gone, the handler still running does not keep it.
+    drop(socket);
+    crate::support::within(async {
+        while server.http.session_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let ping = json!({"jsonrpc":"2.0","id":3,"method":"ping"});
+    assert_eq!(client.post(&ping).await.status(), StatusCode::NOT_FOUND);
 }
