@@ -69,6 +69,9 @@ pub struct HttpConfig {
     /// live stream (it ends); the events stay in the replay buffer, so the client resumes with
     /// `Last-Event-ID`. Default 64.
     pub stream_queue: usize,
+    /// How long a 2026-07-28 answer stream may stay full (the client reads nothing) before its
+    /// request is cancelled and the stream ends; such streams cannot be resumed. Default 30 s.
+    pub stalled_reader_timeout: Duration,
     /// Events each stream keeps for `Last-Event-ID` replay. Default 128.
     pub replay_events: usize,
     /// Bytes each stream keeps for replay (the oldest events go first). Default 1 MiB.
@@ -117,6 +120,7 @@ impl Default for HttpConfig {
             init_timeout: Duration::from_secs(60),
             session_inbound_queue: 64,
             stream_queue: 64,
+            stalled_reader_timeout: Duration::from_secs(30),
             replay_events: 128,
             replay_bytes: 1024 * 1024,
             retained_streams: 32,

@@ -235,14 +235,17 @@ async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Respon
         answered: answered.clone(),
         shutdown: state.shutdown.clone(),
     };
+    // Cancelled when the client goes away or stops reading, the answer is complete, or the
+    // endpoint halts.
+    let close = state.halt.child_token();
+    let closed = close.clone();
     let writer = ChannelWriter {
         tx,
         id: request.id.clone(),
         answered,
+        stalled: state.config.stalled_reader_timeout,
+        close: close.clone(),
     };
-    // Cancelled when the client goes away, the answer is complete, or the endpoint halts.
-    let close = state.halt.child_token();
-    let closed = close.clone();
     let server = state.server.clone();
     state.tasks.spawn(async move {
         let _ = server.serve_until((reader, writer), closed).await;
@@ -299,10 +302,14 @@ impl MessageReader for OnceReader {
 }
 
 /// Hands the connection's messages to the HTTP answer, and notes when the response went out.
+/// A client that reads nothing for `stalled` loses the request: the connection is closed (the
+/// handler is cancelled) and its stream ends, as such streams cannot be resumed.
 struct ChannelWriter {
     tx: mpsc::Sender<Message>,
     id: barrel_mcp_types::RequestId,
     answered: CancellationToken,
+    stalled: std::time::Duration,
+    close: CancellationToken,
 }
 
 impl MessageWriter for ChannelWriter {
@@ -317,8 +324,18 @@ impl MessageWriter for ChannelWriter {
     async fn send_outgoing(&mut self, outgoing: Outgoing) -> Result<(), Error> {
         let is_answer = matches!(&outgoing.message,
             Message::Response(r) if r.id.as_ref() == Some(&self.id));
+        if self.close.is_cancelled() {
+            return Ok(());
+        }
         // A gone client is the end of this connection, not an error of the transport.
-        let _ = self.tx.send(outgoing.message).await;
+        match tokio::time::timeout(self.stalled, self.tx.send(outgoing.message)).await {
+            Ok(_) => {}
+            Err(_) => {
+                tracing::debug!(id = %self.id, "the client stopped reading; request dropped");
+                self.close.cancel();
+                return Ok(());
+            }
+        }
         if is_answer {
             self.answered.cancel();
         }
@@ -328,5 +345,43 @@ impl MessageWriter for ChannelWriter {
     async fn close(&mut self) -> Result<(), Error> {
         self.answered.cancel();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_client_that_reads_nothing_loses_the_request() {
+        let (tx, rx) = mpsc::channel(1);
+        let close = CancellationToken::new();
+        let answered = CancellationToken::new();
+        let mut writer = ChannelWriter {
+            tx,
+            id: barrel_mcp_types::RequestId::Number(1),
+            answered: answered.clone(),
+            stalled: std::time::Duration::from_millis(50),
+            close: close.clone(),
+        };
+        let note = || Message::notification("notifications/progress", None);
+        writer.send(note()).await.expect("queued");
+        // The queue is full and nobody reads: the second write gives up and closes.
+        tokio::time::timeout(std::time::Duration::from_secs(5), writer.send(note()))
+            .await
+            .expect("the write gave up")
+            .expect("not an error of the transport");
+        assert!(close.is_cancelled());
+        // Later messages, the answer included, are dropped at once.
+        let answer = Message::Response(barrel_mcp_types::Response::result(
+            barrel_mcp_types::RequestId::Number(1),
+            serde_json::json!({}),
+        ));
+        tokio::time::timeout(std::time::Duration::from_secs(5), writer.send(answer))
+            .await
+            .expect("dropped at once")
+            .expect("no error");
+        assert!(!answered.is_cancelled());
+        drop(rx);
     }
 }
