@@ -6,6 +6,10 @@
 //! at parse time, into a single anchored [`regex::Regex`]. The regex crate's engine runs in time
 //! linear in the input, so no URI can make matching backtrack catastrophically.
 //!
+//! Matched values are percent-decoded: `{name}` matched against `a%2Fb` gives `a/b`, and
+//! `..%2F..%2Fetc%2Fpasswd` gives `../../etc/passwd`. A handler that turns a value into a path,
+//! a query or a command must check it as the untrusted input it is.
+//!
 //! Limits: a template is at most [`MAX_TEMPLATE_LEN`] bytes with at most [`MAX_EXPRESSIONS`]
 //! expressions and variable names of at most [`MAX_VARNAME_LEN`] bytes; [`UriTemplate::matches`]
 //! refuses URIs longer than [`MAX_URI_LEN`] bytes.
