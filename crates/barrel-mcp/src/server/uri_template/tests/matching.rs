@@ -300,3 +300,15 @@ fn matching_inverts_expansion() {
         }
     }
 }
+
+#[test]
+fn values_are_decoded_so_handlers_see_what_was_meant() {
+    // The module docs warn about this: a decoded value may hold `/` and `..`.
+    check(
+        "file:///files/{name}",
+        "file:///files/..%2F..%2Fetc%2Fpasswd",
+        Some(&[("name", "../../etc/passwd")]),
+    );
+    // A literal `/` is never part of a simple value.
+    check("file:///files/{name}", "file:///files/../../etc/passwd", None);
+}
