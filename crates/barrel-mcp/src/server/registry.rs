@@ -16,7 +16,7 @@ use barrel_mcp_types::{
 use super::completion::Completer;
 use super::handler::{PromptHandler, ResourceHandler, ToolHandler};
 use super::uri_template::UriTemplate;
-use super::validation::{SchemaValidator, check_input_schema};
+use super::validation::{SchemaValidator, compile_input_schema};
 use crate::Error;
 
 /// An entry with a key that orders and identifies it.
@@ -88,9 +88,8 @@ impl ToolEntry {
         let invalid = |what: String| Error::Definition(format!("tool {:?}: {what}", tool.name));
         validate_tool_name(&tool.name).map_err(|e| invalid(e.to_string()))?;
         let input_value = serde_json::Value::Object(tool.input_schema.clone());
-        check_input_schema(&input_value).map_err(|e| invalid(format!("inputSchema: {e}")))?;
         let input =
-            SchemaValidator::new(&input_value).map_err(|e| invalid(format!("inputSchema: {e}")))?;
+            compile_input_schema(&input_value).map_err(|e| invalid(format!("inputSchema: {e}")))?;
         let header_params = header_params(&tool.input_schema).map_err(invalid)?;
         let output = match &tool.output_schema {
             Some(schema) => Some(

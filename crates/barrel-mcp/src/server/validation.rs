@@ -93,13 +93,18 @@ impl SchemaValidator {
 
 /// Checks a tool's `inputSchema`: a JSON object with `"type": "object"` that compiles.
 pub fn check_input_schema(schema: &Value) -> Result<(), SchemaError> {
+    compile_input_schema(schema).map(drop)
+}
+
+/// Checks a tool's `inputSchema` as [`check_input_schema`] does and returns it compiled.
+pub(crate) fn compile_input_schema(schema: &Value) -> Result<SchemaValidator, SchemaError> {
     let Value::Object(map) = schema else {
         return Err(SchemaError::NotAnObject);
     };
     if map.get("type").and_then(Value::as_str) != Some("object") {
         return Err(SchemaError::NotTypeObject);
     }
-    SchemaValidator::new(schema).map(drop)
+    SchemaValidator::new(schema)
 }
 
 /// A retriever that refuses every document, so only references inside the schema resolve.

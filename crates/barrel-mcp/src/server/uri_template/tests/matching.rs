@@ -310,5 +310,9 @@ fn values_are_decoded_so_handlers_see_what_was_meant() {
         Some(&[("name", "../../etc/passwd")]),
     );
     // A literal `/` is never part of a simple value.
-    check("file:///files/{name}", "file:///files/../../etc/passwd", None);
+    check(
+        "file:///files/{name}",
+        "file:///files/../../etc/passwd",
+        None,
+    );
 }
