@@ -43,6 +43,7 @@ enum Command {
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
         /// Serve HTTPS with this PEM certificate chain (HTTP/1.1 and HTTP/2 through ALPN).
+        /// SIGHUP reads it and the key again.
         #[arg(
             long,
             value_name = "FILE",
@@ -154,9 +155,35 @@ async fn serve_tls(
     key: &std::path::Path,
 ) -> anyhow::Result<()> {
     let tls = barrel_mcp::http::TlsConfig::from_pem_files(cert, key).context("loading TLS")?;
+    #[cfg(unix)]
+    tokio::spawn(reload_on_hangup(
+        tls.clone(),
+        cert.to_owned(),
+        key.to_owned(),
+    ));
     barrel_mcp::http::serve_tls(listener, http, tls, shutdown_signal())
         .await
         .context("serving HTTPS")
+}
+
+/// Reads the certificate and key again on each SIGHUP (a renewed certificate is served to new
+/// connections); a pair that does not load leaves the old one in place.
+#[cfg(all(feature = "tls", unix))]
+async fn reload_on_hangup(
+    tls: barrel_mcp::http::TlsConfig,
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        match tls.reload_pem_files(&cert, &key) {
+            Ok(()) => eprintln!("barrel-mcp: reloaded {}", cert.display()),
+            Err(error) => eprintln!("barrel-mcp: kept the old certificate: {error}"),
+        }
+    }
 }
 
 #[cfg(all(feature = "http-server", not(feature = "tls")))]

@@ -266,12 +266,18 @@ fn client_commands_reach_an_https_server_through_a_private_ca() {
         .expect("a free port")
         .port();
     let addr = format!("127.0.0.1:{port}");
+    // The server reads copies, which the test replaces before a SIGHUP.
+    let dir = std::env::temp_dir().join(format!("barrel-mcp-cli-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::copy(tls_fixture("cert.pem"), &cert).expect("copy");
+    std::fs::copy(tls_fixture("key.pem"), &key).expect("copy");
     let (cert, key, ca) = (
-        tls_fixture("cert.pem"),
-        tls_fixture("key.pem"),
+        cert.display().to_string(),
+        key.display().to_string(),
         tls_fixture("ca.pem"),
     );
-    let _server = Reaped(
+    let server = Reaped(
         Command::new(binary)
             .args([
                 "serve",
@@ -317,4 +323,31 @@ fn client_commands_reach_an_https_server_through_a_private_ca() {
         "an unknown issuer is unreachable"
     );
     assert!(String::from_utf8_lossy(&untrusted.stderr).contains("UnknownIssuer"));
+
+    // A renewed certificate: new files, then SIGHUP. New connections get it.
+    std::fs::copy(tls_fixture("rotated-cert.pem"), &cert).expect("copy");
+    std::fs::copy(tls_fixture("rotated-key.pem"), &key).expect("copy");
+    let hup = Command::new("kill")
+        .args(["-HUP", &server.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(hup.success());
+    let rotated = tls_fixture("rotated-cert.pem");
+    let reaches = |trusting: &str| {
+        Command::new(binary)
+            .args(["ping", "--url", &url, "--ca-cert", trusting])
+            .output()
+            .expect("the client runs")
+            .status
+            .success()
+    };
+    while !reaches(&rotated) {
+        assert!(
+            std::time::Instant::now() < deadline + std::time::Duration::from_secs(10),
+            "the new certificate was never served"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!reaches(&ca), "the old certificate is no longer served");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,11 +6,17 @@
 //! keeps its own choice. The handshake runs in the connection's task, under
 //! [`HttpConfig::header_read_timeout`](super::HttpConfig::header_read_timeout), so a client that
 //! never finishes it holds one connection slot for that long at most.
+//!
+//! Certificates can be replaced while serving ([`TlsConfig::reload`],
+//! [`TlsConfig::reload_pem_files`]): every clone of a `TlsConfig` shares one slot, each new
+//! connection is handshaken with what the slot holds then, and connections already open keep
+//! the certificate they started with. `barrel-mcp serve --tls-cert … --tls-key …` reloads its
+//! files on `SIGHUP`.
 
 use std::fmt;
 use std::future::Future;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
@@ -24,10 +30,11 @@ use super::listener::accept_loop;
 /// The ALPN protocols offered, in order of preference.
 const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
-/// A server certificate and key, ready for [`serve_tls`]. Cheap to clone.
+/// A server certificate and key, ready for [`serve_tls`]. Cheap to clone; clones share the
+/// certificate slot that [`reload`](Self::reload) replaces.
 #[derive(Clone)]
 pub struct TlsConfig {
-    config: Arc<ServerConfig>,
+    current: Arc<RwLock<Arc<ServerConfig>>>,
 }
 
 impl TlsConfig {
@@ -68,28 +75,46 @@ impl TlsConfig {
             .with_single_cert(chain, key)
             .map_err(|e| invalid(format!("the certificate and key do not fit: {e}")))?;
         config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
-        Ok(Self {
-            config: Arc::new(config),
-        })
+        Ok(Self::from_rustls(Arc::new(config)))
     }
 
     /// Uses a rustls configuration as it is: client authentication, resumption, another
     /// provider. Set its `alpn_protocols` to `h2` and `http/1.1` to serve both versions on the
     /// port (without ALPN the listener still tells them apart by the HTTP/2 preface).
     pub fn from_rustls(config: Arc<ServerConfig>) -> Self {
-        Self { config }
+        Self {
+            current: Arc::new(RwLock::new(config)),
+        }
     }
 
-    /// The rustls configuration served.
-    pub fn rustls(&self) -> &Arc<ServerConfig> {
-        &self.config
+    /// The rustls configuration new connections get.
+    pub fn rustls(&self) -> Arc<ServerConfig> {
+        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Serves `next`'s certificate to new connections, here and in every clone of this
+    /// configuration (the listener's included). Open connections are not touched.
+    pub fn reload(&self, next: &TlsConfig) {
+        let next = next.rustls();
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = next;
+    }
+
+    /// Loads a new certificate chain and key as [`from_pem_files`](Self::from_pem_files)
+    /// does and serves them to new connections. On an error nothing changes.
+    pub fn reload_pem_files(
+        &self,
+        cert: impl AsRef<Path>,
+        key: impl AsRef<Path>,
+    ) -> crate::Result<()> {
+        self.reload(&Self::from_pem_files(cert, key)?);
+        Ok(())
     }
 }
 
 impl fmt::Debug for TlsConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsConfig")
-            .field("alpn_protocols", &self.config.alpn_protocols)
+            .field("alpn_protocols", &self.rustls().alpn_protocols)
             .finish_non_exhaustive()
     }
 }
@@ -115,10 +140,10 @@ pub async fn serve_tls(
     tls: TlsConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> crate::Result<()> {
-    let acceptor = TlsAcceptor::from(tls.config);
     let limit = http.config().header_read_timeout;
     accept_loop(listener, http, shutdown, move |stream| {
-        let accept = acceptor.accept(stream);
+        // The configuration of the moment: a reload applies from the next connection on.
+        let accept = TlsAcceptor::from(tls.rustls()).accept(stream);
         async move {
             match tokio::time::timeout(limit, accept).await {
                 Ok(Ok(stream)) => Some(stream),

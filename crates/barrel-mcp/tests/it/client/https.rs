@@ -195,7 +195,7 @@ type Seen = Arc<Mutex<Vec<(Option<Vec<u8>>, Version)>>>;
 /// A TLS server offering `alpn` that speaks only the version ALPN chose (HTTP/2 for `h2`,
 /// else HTTP/1.1): a client that ignored the choice would fail.
 async fn strict(alpn: &[&[u8]]) -> (SocketAddr, Seen) {
-    let mut config = (**tls().rustls()).clone();
+    let mut config = (*tls().rustls()).clone();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let acceptor = TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

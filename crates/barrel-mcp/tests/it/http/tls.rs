@@ -31,6 +31,13 @@ fn fixture(name: &str) -> PathBuf {
 /// A TLS listener with the fixture certificate; the sender stops it.
 async fn start() -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let tls = TlsConfig::from_pem_files(fixture("cert.pem"), fixture("key.pem")).expect("tls");
+    start_with(tls).await
+}
+
+/// A TLS listener serving `tls`; the sender stops it.
+async fn start_with(
+    tls: TlsConfig,
+) -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -50,9 +57,21 @@ async fn start() -> (SocketAddr, oneshot::Sender<()>, tokio::task::JoinHandle<()
 
 /// A TLS connection that trusts the fixture CA and offers `alpn`.
 async fn connect(addr: SocketAddr, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    let ca = CertificateDer::from_pem_file(fixture("ca.pem")).expect("ca.pem");
-    roots.add(ca).expect("root");
+    connect_trusting(addr, alpn, &["ca.pem"]).await
+}
+
+/// A TLS connection that trusts the fixture certificates `roots` and offers `alpn`.
+async fn connect_trusting(
+    addr: SocketAddr,
+    alpn: &[&[u8]],
+    roots: &[&str],
+) -> TlsStream<TcpStream> {
+    let mut store = rustls::RootCertStore::empty();
+    for root in roots {
+        let der = CertificateDer::from_pem_file(fixture(root)).expect(root);
+        store.add(der).expect("root");
+    }
+    let roots = store;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -148,8 +167,11 @@ async fn session_round_trip(addr: SocketAddr, h2: bool) {
     let stream = connect(addr, alpn).await;
     let expected: &[u8] = if h2 { b"h2" } else { b"http/1.1" };
     assert_eq!(negotiated(&stream).as_deref(), Some(expected));
-    let mut sender = Sender::open(stream, h2).await;
+    session_round_trip_on(addr, Sender::open(stream, h2).await).await;
+}
 
+/// initialize, initialized, then `tools/call add` through `sender`.
+async fn session_round_trip_on(addr: SocketAddr, mut sender: Sender) {
     let (status, session, body) = sender.post(addr, None, &initialize(1)).await;
     assert_eq!(status, StatusCode::OK);
     let session = session.expect("Mcp-Session-Id");
@@ -216,4 +238,50 @@ fn pem_errors_name_the_problem() {
         config.rustls().alpn_protocols,
         vec![b"h2".to_vec(), b"http/1.1".to_vec()]
     );
+}
+
+/// The certificate the server presented on `stream`.
+fn presented(stream: &TlsStream<TcpStream>) -> Vec<u8> {
+    stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .expect("a certificate")[0]
+        .to_vec()
+}
+
+fn der(name: &str) -> Vec<u8> {
+    CertificateDer::from_pem_file(fixture(name))
+        .expect(name)
+        .to_vec()
+}
+
+#[tokio::test]
+async fn a_reloaded_certificate_serves_new_connections_and_old_ones_go_on() {
+    let tls = TlsConfig::from_pem_files(fixture("cert.pem"), fixture("key.pem")).expect("tls");
+    let (addr, stop, task) = start_with(tls.clone()).await;
+    let roots = ["ca.pem", "rotated-cert.pem"];
+    let before = connect_trusting(addr, &[b"h2"], &roots).await;
+    assert_eq!(presented(&before), der("cert.pem"));
+    let mut old = Sender::open(before, true).await;
+
+    // A bad pair changes nothing.
+    assert!(
+        tls.reload_pem_files(fixture("rotated-cert.pem"), fixture("key.pem"))
+            .is_err()
+    );
+    let still = connect_trusting(addr, &[b"h2"], &roots).await;
+    assert_eq!(presented(&still), der("cert.pem"));
+
+    tls.reload_pem_files(fixture("rotated-cert.pem"), fixture("rotated-key.pem"))
+        .expect("reload");
+    let after = connect_trusting(addr, &[b"h2"], &roots).await;
+    assert_eq!(presented(&after), der("rotated-cert.pem"));
+    session_round_trip_on(addr, Sender::open(after, true).await).await;
+    // The connection opened before the reload still serves.
+    let (status, _, _) = old.post(addr, None, &initialize(1)).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let _ = stop.send(());
+    within(task).await.expect("join");
 }
