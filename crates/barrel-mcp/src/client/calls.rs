@@ -162,7 +162,7 @@ impl Client {
     /// the notifications `filter` opts in to (to the handler, and resource updates to
     /// [`Client::subscribe`]rs). Resolves when the server ends the subscription; drop the future
     /// (or cancel `options.cancel`) to end it. Without a timeout in `options` it waits as long
-    /// as the client's maximum request time allows.
+    /// as the client's maximum request time allows; [`Client::subscribe`] sets none.
     pub async fn subscriptions_listen(
         &self,
         filter: SubscriptionFilter,

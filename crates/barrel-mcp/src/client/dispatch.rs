@@ -21,8 +21,8 @@ use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
 pub(crate) enum Event {
     /// `notifications/resources/updated`.
     Updated(ResourceUpdatedParams),
-    /// `notifications/subscriptions/acknowledged`.
-    Acknowledged,
+    /// `notifications/subscriptions/acknowledged`, with the resources the server will watch.
+    Acknowledged(Vec<String>),
 }
 
 pub(crate) struct Dispatch {
@@ -82,7 +82,12 @@ impl Handler for Dispatch {
         let notification = ServerNotification::parse(notification);
         let event = match &notification {
             ServerNotification::ResourceUpdated(p) => Some(Event::Updated(p.clone())),
-            ServerNotification::SubscriptionsAcknowledged(_) => Some(Event::Acknowledged),
+            ServerNotification::SubscriptionsAcknowledged(p) => Some(Event::Acknowledged(
+                p.notifications
+                    .resource_subscriptions
+                    .clone()
+                    .unwrap_or_default(),
+            )),
             _ => None,
         };
         if let Some(event) = event {

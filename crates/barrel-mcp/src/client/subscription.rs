@@ -2,8 +2,12 @@
 //! [`ResourceSubscription`] that yields each update of one resource.
 //!
 //! In a session the client sends `resources/subscribe`. In 2026-07-28 it opens a
-//! `subscriptions/listen` for the resource, waits for the server's acknowledgement, and keeps
-//! the request open for as long as the subscription lives; dropping the subscription cancels it.
+//! `subscriptions/listen` for the resource, waits for the server's acknowledgement naming the
+//! resource, and keeps the request open (with no time limit) for as long as the subscription
+//! lives; dropping the subscription, or the `subscribe` future before it resolves, cancels it.
+//! When the server ends the listen, [`ResourceSubscription::next`] returns `None`.
+
+use std::time::Duration;
 
 use barrel_mcp_types::{ResourceUpdatedParams, SubscriptionFilter};
 use tokio::sync::broadcast;
@@ -23,16 +27,20 @@ pub struct ResourceSubscription {
     uri: String,
     events: broadcast::Receiver<Event>,
     peer: Peer,
-    /// The open `subscriptions/listen` (2026-07-28).
-    listen: Option<JoinHandle<Result<()>>>,
+    /// The open `subscriptions/listen` (2026-07-28); `None` once it has ended.
+    listen: Option<AbortOnDrop>,
+    /// Set once a 2026-07-28 listen has ended: no update comes any more.
+    ended: bool,
 }
 
-impl Drop for ResourceSubscription {
+/// A listen task, aborted (which cancels the request) when dropped.
+#[derive(Debug)]
+struct AbortOnDrop(JoinHandle<Result<()>>);
+
+impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        if let Some(listen) = &self.listen {
-            // Dropping the request future sends notifications/cancelled for it.
-            listen.abort();
-        }
+        // Dropping the request future sends notifications/cancelled for it.
+        self.0.abort();
     }
 }
 
@@ -48,20 +56,35 @@ impl ResourceSubscription {
     ///
     /// Cancel-safe.
     pub async fn next(&mut self) -> Option<ResourceUpdatedParams> {
+        if self.ended {
+            return None;
+        }
         loop {
             let event = tokio::select! {
                 event = self.events.recv() => event,
                 () = self.peer.closed() => return None,
+                () = listen_ended(self.listen.as_mut()) => {
+                    self.listen = None;
+                    self.ended = true;
+                    return None;
+                }
             };
             match event {
                 Ok(Event::Updated(update)) if update.uri == self.uri => return Some(update),
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return None,
             }
-            if self.listen.as_ref().is_some_and(JoinHandle::is_finished) {
-                return None;
-            }
         }
+    }
+}
+
+/// Resolves when the listen task ends; never without one (a session subscription).
+async fn listen_ended(listen: Option<&mut AbortOnDrop>) {
+    match listen {
+        Some(listen) => {
+            let _ = (&mut listen.0).await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -80,6 +103,7 @@ impl Client {
                 events,
                 peer: self.peer().clone(),
                 listen: None,
+                ended: false,
             });
         }
         let filter = SubscriptionFilter {
@@ -87,28 +111,41 @@ impl Client {
             ..SubscriptionFilter::default()
         };
         let client = self.clone();
-        let mut listen = tokio::spawn(async move {
-            client
-                .subscriptions_listen(filter, CallOptions::new())
-                .await
-                .map(drop)
-        });
-        loop {
-            tokio::select! {
-                event = events.recv() => match event {
-                    Ok(Event::Acknowledged) => break,
+        // Aborted if this future is dropped, or fails, before the subscription is handed out.
+        let mut listen = AbortOnDrop(tokio::spawn(async move {
+            let forever = CallOptions::new()
+                .timeout(Duration::MAX)
+                .max_total(Duration::MAX);
+            client.subscriptions_listen(filter, forever).await.map(drop)
+        }));
+        // The acknowledgement of this listen is the one naming `uri` (others may be in flight).
+        let acknowledged = async {
+            loop {
+                match events.recv().await {
+                    Ok(Event::Acknowledged(uris)) if uris.contains(&uri) => return Ok(()),
                     Ok(_) | Err(RecvError::Lagged(_)) => {}
                     Err(RecvError::Closed) => return Err(Error::Closed),
-                },
-                ended = &mut listen => {
-                    return Err(match ended {
-                        Ok(Err(e)) => e,
-                        Ok(Ok(())) => Error::Protocol(
-                            "the server ended subscriptions/listen before acknowledging it".into(),
-                        ),
-                        Err(_) => Error::Cancelled,
-                    });
                 }
+            }
+        };
+        let wait = self.config().peer.request_timeout;
+        tokio::select! {
+            acknowledged = tokio::time::timeout(wait, acknowledged) => match acknowledged {
+                Ok(outcome) => outcome?,
+                Err(_) => {
+                    return Err(Error::Protocol(format!(
+                        "the server did not acknowledge the subscription to {uri} within {wait:?}"
+                    )));
+                }
+            },
+            ended = &mut listen.0 => {
+                return Err(match ended {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(())) => Error::Protocol(
+                        "the server ended subscriptions/listen before acknowledging it".into(),
+                    ),
+                    Err(_) => Error::Cancelled,
+                });
             }
         }
         Ok(ResourceSubscription {
@@ -116,6 +153,7 @@ impl Client {
             events,
             peer: self.peer().clone(),
             listen: Some(listen),
+            ended: false,
         })
     }
 }

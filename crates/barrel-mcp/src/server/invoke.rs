@@ -16,7 +16,7 @@ use super::context::{Ctx, Scope};
 use super::dispatch::{decode, encode};
 use super::handler::{PromptArguments, ResourceRequest};
 use super::input::{InputMode, Rounds};
-use super::request_state::{RequestState, params_digest};
+use super::request_state::{MAX_TOKEN_LEN, RequestState, params_digest};
 use crate::Error;
 use crate::peer::RequestContext;
 
@@ -139,9 +139,18 @@ fn settle<T>(
         answers,
         round: next_round,
     };
+    let token = server.inner.state_codec.seal(&state);
+    if token.len() > MAX_TOKEN_LEN {
+        // Issuing it would make every retry fail: say why now.
+        return Err(ErrorObject::internal(format!(
+            "the answers gathered so far are too large to carry in requestState \
+             ({} bytes sealed, at most {MAX_TOKEN_LEN})",
+            token.len()
+        )));
+    }
     let result = InputRequiredResult {
         input_requests: Some(asked),
-        request_state: Some(server.inner.state_codec.seal(&state)),
+        request_state: Some(token),
         meta: None,
     };
     let value = serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))?;

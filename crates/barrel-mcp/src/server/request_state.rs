@@ -30,8 +30,11 @@ use sha2::{Digest, Sha256};
 
 /// The shortest key [`RequestStateCodec::new`] accepts, in bytes.
 pub const MIN_KEY_LEN: usize = 32;
-/// The longest token [`RequestStateCodec::open`] looks at, in bytes.
-pub const MAX_TOKEN_LEN: usize = 64 * 1024;
+/// The longest token [`RequestStateCodec::open`] looks at, in bytes. The server refuses to
+/// issue a longer one (the answers gathered so far, an image say, are carried in it), so every
+/// token it hands out can come back. Requests that carry one are bounded anyway by the
+/// transport's message limit (4 MiB by default).
+pub const MAX_TOKEN_LEN: usize = 1024 * 1024;
 /// How long a sealed state stays valid unless [`RequestStateCodec::ttl`] says otherwise.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
 

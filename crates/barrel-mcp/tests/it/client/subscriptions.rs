@@ -69,3 +69,71 @@ async fn modern_updates_come_on_a_listen_that_ends_with_the_subscription() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(cancelled.try_recv().is_err());
 }
+
+/// A modern fake server whose listen acknowledges `acknowledged` (the URIs it will watch),
+/// sends one update for `test://a`, then ends the listen after `ends_after`.
+async fn modern_fake(
+    builder: barrel_mcp::client::ClientBuilder,
+    acknowledged: serde_json::Value,
+    ends_after: Duration,
+) -> barrel_mcp::client::Client {
+    connect_fake(builder, move |req, peer| {
+        let acknowledged = acknowledged.clone();
+        Box::pin(async move {
+            match req.method.as_str() {
+                "server/discover" => Ok(discover_result(
+                    json!({ "resources": { "subscribe": true } }),
+                )),
+                "subscriptions/listen" => {
+                    let meta = json!({ "io.modelcontextprotocol/subscriptionId": req.id.to_value() });
+                    let ack = json!({ "_meta": meta, "notifications": { "resourceSubscriptions": acknowledged } });
+                    let _ = peer
+                        .notify("notifications/subscriptions/acknowledged", Some(ack))
+                        .await;
+                    let update = json!({ "_meta": meta, "uri": "test://a" });
+                    let _ = peer
+                        .notify("notifications/resources/updated", Some(update))
+                        .await;
+                    tokio::time::sleep(ends_after).await;
+                    Ok(json!({ "resultType": "complete", "_meta": meta }))
+                }
+                other => Err(barrel_mcp::types::ErrorObject::method_not_found(other)),
+            }
+        })
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_modern_subscription_outlives_the_request_time_limit_and_ends_with_its_listen() {
+    // The listen has no time limit: it outlives max_request_timeout (200 ms here)...
+    let builder = builder(None)
+        .request_timeout(Duration::from_millis(200))
+        .max_request_timeout(Duration::from_millis(200));
+    let client = modern_fake(builder, json!(["test://a"]), Duration::from_millis(600)).await;
+    let mut sub = within(client.subscribe("test://a"))
+        .await
+        .expect("subscribe");
+    assert_eq!(within(sub.next()).await.expect("update").uri, "test://a");
+    // ...and when the server ends it, `next` says so instead of waiting for ever.
+    let started = std::time::Instant::now();
+    assert!(within(sub.next()).await.is_none());
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "ended early"
+    );
+    assert!(within(sub.next()).await.is_none());
+    client.close();
+}
+
+#[tokio::test]
+async fn a_subscription_the_server_does_not_acknowledge_fails() {
+    // The acknowledgement names no resource: the server will not watch `test://a`.
+    let builder = builder(None).request_timeout(Duration::from_millis(300));
+    let client = modern_fake(builder, json!([]), Duration::from_secs(30)).await;
+    let error = within(client.subscribe("test://a"))
+        .await
+        .expect_err("not acknowledged");
+    assert!(error.to_string().contains("did not acknowledge"), "{error}");
+    client.close();
+}

@@ -1,6 +1,7 @@
 //! 2026-07-28: the per-request envelope, result decoration, error codes, and multi round-trip
 //! requests with a sealed `requestState`.
 
+use barrel_mcp::server::request_state::MAX_TOKEN_LEN;
 use serde_json::{Value, json};
 
 use super::{connect, envelope, fixture, text_of};
@@ -199,6 +200,36 @@ async fn two_questions_take_two_rounds() {
         .await
         .expect("round 3");
     assert_eq!(text_of(&done), "Ada/brief");
+}
+
+#[tokio::test]
+async fn answers_too_large_to_carry_are_refused_before_a_token_is_issued() {
+    let (server, _) = fixture::server();
+    let client = connect(&server);
+    let params = json!({ "name": "ask_twice", "arguments": {} });
+    let first = client
+        .stateless("tools/call", params.clone(), caps())
+        .await
+        .expect("round 1");
+    let key = first["inputRequests"]
+        .as_object()
+        .and_then(|requests| requests.keys().next().cloned())
+        .expect("one request");
+    // A name of 1 MiB: carried into the next round it would make a token that cannot come back.
+    let name = "x".repeat(MAX_TOKEN_LEN);
+    let mut retry = params.clone();
+    retry["inputResponses"] = json!({ key: { "action": "accept", "content": { "name": name } } });
+    retry["requestState"] = first["requestState"].clone();
+    let error = client
+        .stateless("tools/call", retry, caps())
+        .await
+        .expect_err("too large to carry");
+    assert_eq!(error.code.0, -32603);
+    assert!(
+        error.message.contains("too large to carry"),
+        "{}",
+        error.message
+    );
 }
 
 #[tokio::test]
