@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use barrel_mcp_types::jsonrpc::DecodeError;
+use barrel_mcp_types::method::names::INITIALIZE;
 use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId, Response};
 use serde_json::Value;
 
@@ -56,7 +57,8 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
             ))
         } else {
             let token = shared.closed.child_token();
-            in_flight.insert(id.clone(), token.clone());
+            let cancellable = request.method != INITIALIZE;
+            in_flight.insert(id.clone(), cancellable.then(|| token.clone()));
             shared
                 .active
                 .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -133,10 +135,11 @@ fn cancel_in_flight(shared: &Shared, params: Option<&Value>) {
     };
     let reason = params.get("reason").and_then(Value::as_str).unwrap_or("");
     match lock(&shared.in_flight).get(&id) {
-        Some(token) => {
+        Some(Some(token)) => {
             tracing::debug!(%id, reason, "request cancelled by the other side");
             token.cancel();
         }
+        Some(None) => tracing::debug!(%id, "initialize is never cancelled; ignored"),
         None => tracing::debug!(%id, "cancellation for no request in flight; ignored"),
     }
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use barrel_mcp_types::method::names::INITIALIZE;
 use barrel_mcp_types::{Message, RequestId, Response};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -71,6 +72,8 @@ pub(super) async fn request(
         related: related.clone(),
         sent: false,
         done: false,
+        // The spec: a client MUST NOT cancel its initialize request.
+        tell_on_cancel: method != INITIALIZE,
     };
     let message = Message::request(id, method, params);
     shared
@@ -101,6 +104,8 @@ struct Call<'a> {
     related: Option<RequestId>,
     sent: bool,
     done: bool,
+    /// Send `notifications/cancelled` when giving up (false for `initialize`).
+    tell_on_cancel: bool,
 }
 
 impl Call<'_> {
@@ -140,7 +145,7 @@ impl Call<'_> {
     async fn abandon(&mut self, reason: &str) {
         self.done = true;
         let was_pending = lock(&self.shared.pending).remove(&self.id).is_some();
-        if was_pending && !self.shared.closed.is_cancelled() {
+        if was_pending && self.tell_on_cancel && !self.shared.closed.is_cancelled() {
             self.shared
                 .enqueue(
                     cancelled_notification(self.id, reason),
@@ -157,7 +162,7 @@ impl Drop for Call<'_> {
             return;
         }
         let was_pending = lock(&self.shared.pending).remove(&self.id).is_some();
-        if !(was_pending && self.sent) || self.shared.closed.is_cancelled() {
+        if !(was_pending && self.sent && self.tell_on_cancel) || self.shared.closed.is_cancelled() {
             return;
         }
         tracing::debug!(

@@ -31,8 +31,9 @@ pub(super) struct Shared {
     pub(super) next_id: AtomicI64,
     /// Outbound requests waiting for a response, by id (ids we allocate are integers).
     pub(super) pending: Mutex<HashMap<i64, Pending>>,
-    /// Inbound requests whose handler is running, with their cancellation tokens.
-    pub(super) in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Inbound requests whose handler is running, with the token `notifications/cancelled`
+    /// cancels (`None` for `initialize`, which the spec says is never cancelled).
+    pub(super) in_flight: Mutex<HashMap<RequestId, Option<CancellationToken>>>,
     /// The tasks running inbound request handlers; those still running when the connection
     /// task ends are aborted.
     pub(super) handlers: Mutex<JoinSet<()>>,

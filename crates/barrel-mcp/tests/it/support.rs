@@ -42,7 +42,7 @@ impl Events {
 /// A handler whose behaviour is picked by the method name.
 pub(crate) struct TestHandler {
     events: mpsc::UnboundedSender<String>,
-    /// Requests to `gate` wait for a permit.
+    /// Requests to `gate` (and `initialize`) wait for a permit.
     pub(crate) gate: Arc<Semaphore>,
 }
 
@@ -70,7 +70,7 @@ impl Handler for TestHandler {
             match request.method.as_str() {
                 "echo" => Ok(params.unwrap_or(Value::Null)),
                 "panic" => panic!("secret panic text"),
-                "gate" => {
+                "gate" | "initialize" => {
                     let permit = gate
                         .acquire()
                         .await

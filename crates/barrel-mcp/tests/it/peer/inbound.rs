@@ -68,6 +68,23 @@ async fn inbound_cancel_fires_the_token_and_suppresses_the_response() {
 }
 
 #[tokio::test]
+async fn a_cancel_for_initialize_is_ignored() {
+    // The spec: initialize is never cancelled, so its answer goes out whatever comes.
+    let (mut raw, served) = serve_lines(PeerConfig::default(), None);
+    raw.send(r#"{"jsonrpc":"2.0","id":"i1","method":"initialize"}"#)
+        .await;
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"i1"}}"#)
+        .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    served.handler.gate.add_permits(1);
+    assert_subset(
+        &raw.recv().await,
+        &json!({"id":"i1","result":"opened"}),
+        "initialize",
+    );
+}
+
+#[tokio::test]
 async fn requests_over_the_in_flight_cap_are_refused() {
     let config = PeerConfig {
         max_inbound_in_flight: 2,

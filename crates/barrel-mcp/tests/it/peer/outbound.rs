@@ -108,6 +108,32 @@ async fn outbound_timeout_sends_cancelled() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn our_own_initialize_is_never_cancelled() {
+    let (mut raw, served) = serve_memory(PeerConfig::default());
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(200)),
+        ..Default::default()
+    };
+    let peer = served.peer.clone();
+    let call = tokio::spawn(async move { peer.request("initialize", None, options).await });
+    let request = next_request(&mut raw).await;
+    assert_eq!(request.method, "initialize");
+    let result = within(call).await.expect("join");
+    assert!(matches!(result, Err(Error::Timeout)), "{result:?}");
+    // What follows the timeout is the next request, not notifications/cancelled.
+    let peer = served.peer.clone();
+    let next = tokio::spawn(async move { peer.request("again", None, Default::default()).await });
+    let again = next_request(&mut raw).await;
+    assert_eq!(again.method, "again");
+    raw.send(Response::result(again.id, json!("ok")).into())
+        .await;
+    assert_eq!(
+        within(next).await.expect("join").expect("again"),
+        json!("ok")
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn progress_resets_the_timeout_up_to_max_total() {
     let (mut raw, served) = serve_memory(PeerConfig::default());
     for (progress_until_ms, expected_ms) in [(250, 450), (10_000, 500)] {
