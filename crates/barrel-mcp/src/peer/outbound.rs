@@ -76,17 +76,25 @@ pub(super) async fn request(
         tell_on_cancel: method != INITIALIZE,
     };
     let message = Message::request(id, method, params);
-    shared
-        .outbound
-        .send(Outgoing { message, related })
-        .await
-        .map_err(|_| Error::Closed)?;
-    call.sent = true;
     let limits = Limits {
         timeout: timeout.unwrap_or(shared.config.request_timeout),
         max_total: max_total.unwrap_or(shared.config.max_request_timeout),
     };
-    call.wait(rx, limits, activity.as_deref(), cancel.as_ref())
+    // The clock and the cancel token run from here: a full outbound queue (the other side
+    // reads nothing) counts against the timeout. Giving up before the request is queued sends
+    // nothing (the drop forgets the request).
+    let start = Instant::now();
+    let queued = shared.outbound.send(Outgoing { message, related });
+    tokio::select! {
+        biased;
+        queued = queued => queued.map_err(|_| Error::Closed)?,
+        () = cancelled(cancel.as_ref()) => return Err(Error::Cancelled),
+        () = tokio::time::sleep_until(after(start, limits.timeout.min(limits.max_total))) => {
+            return Err(Error::Timeout);
+        }
+    }
+    call.sent = true;
+    call.wait(start, rx, limits, activity.as_deref(), cancel.as_ref())
         .await
 }
 
@@ -111,12 +119,12 @@ struct Call<'a> {
 impl Call<'_> {
     async fn wait(
         &mut self,
+        start: Instant,
         mut rx: oneshot::Receiver<Result<Value, Error>>,
         limits: Limits,
         activity: Option<&Notify>,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, Error> {
-        let start = Instant::now();
         let cap = after(start, limits.max_total);
         let mut deadline = after(start, limits.timeout).min(cap);
         loop {

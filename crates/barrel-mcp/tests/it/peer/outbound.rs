@@ -282,3 +282,45 @@ async fn error_response_fails_the_request_with_rpc() {
         "{result:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_request_stuck_behind_a_full_queue_still_times_out_and_can_be_cancelled() {
+    // The other side reads nothing: one message fits in the transport, one in the queue.
+    let (a, _b) = barrel_mcp::transport::memory_with_capacity(1);
+    let (handler, _events) = crate::support::handler();
+    let config = PeerConfig {
+        outbound_queue: 1,
+        ..PeerConfig::default()
+    };
+    let (peer, _task) = serve(a, handler, config);
+    for n in 0..3 {
+        // Fill the transport, the writer's hands and the queue.
+        let _ = tokio::time::timeout(
+            Duration::from_millis(10),
+            peer.notify("fill", Some(json!(n))),
+        )
+        .await;
+    }
+    let options = RequestOptions {
+        timeout: Some(Duration::from_millis(200)),
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let result = within(peer.request("stuck", None, options)).await;
+    assert!(matches!(result, Err(Error::Timeout)), "{result:?}");
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+
+    let cancel = CancellationToken::new();
+    let options = RequestOptions {
+        cancel: Some(cancel.clone()),
+        ..Default::default()
+    };
+    let waiting = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request("stuck", None, options).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cancel.cancel();
+    let result = within(waiting).await.expect("join");
+    assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+}
