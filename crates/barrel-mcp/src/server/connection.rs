@@ -147,7 +147,8 @@ impl Handler for Connection {
 }
 
 /// Forwards registry changes to one session until its connection closes. A session that falls
-/// too far behind skips to the newest changes (list-changed notifications are idempotent).
+/// too far behind (more than `EVENT_BUFFER` events) skips to the newest, and is told of every
+/// kind of change and every resource it subscribes to in place of what it missed.
 async fn forward_events(
     mut events: tokio::sync::broadcast::Receiver<ServerEvent>,
     peer: Peer,
@@ -158,21 +159,29 @@ async fn forward_events(
             () = peer.closed() => return,
             event = events.recv() => event,
         };
-        let sent = match event {
-            Ok(ServerEvent::ResourceUpdated(uri)) => {
-                if !session.is_subscribed(&uri) {
-                    continue;
-                }
-                let params = serde_json::json!({ "uri": uri });
-                peer.notify("notifications/resources/updated", Some(params))
-                    .await
+        let batch = match event {
+            Ok(event) => vec![event],
+            Err(RecvError::Lagged(skipped)) => {
+                tracing::debug!(skipped, "session fell behind; announcing every change");
+                ServerEvent::after_lag(session.subscribed())
             }
-            Ok(event) => peer.notify(event.method(), None).await,
-            Err(RecvError::Lagged(_)) => continue,
             Err(RecvError::Closed) => return,
         };
-        if sent.is_err() {
-            return;
+        for event in batch {
+            let sent = match event {
+                ServerEvent::ResourceUpdated(uri) => {
+                    if !session.is_subscribed(&uri) {
+                        continue;
+                    }
+                    let params = serde_json::json!({ "uri": uri });
+                    peer.notify("notifications/resources/updated", Some(params))
+                        .await
+                }
+                event => peer.notify(event.method(), None).await,
+            };
+            if sent.is_err() {
+                return;
+            }
         }
     }
 }

@@ -25,5 +25,19 @@ impl ServerEvent {
     }
 }
 
+impl ServerEvent {
+    /// What a subscriber that fell behind is told instead of the events it missed: every kind
+    /// of change, so nothing it watches is left unannounced (a client re-reads at worst).
+    pub(crate) fn after_lag(subscribed: impl IntoIterator<Item = String>) -> Vec<ServerEvent> {
+        let mut events = vec![
+            Self::ToolsChanged,
+            Self::ResourcesChanged,
+            Self::PromptsChanged,
+        ];
+        events.extend(subscribed.into_iter().map(Self::ResourceUpdated));
+        events
+    }
+}
+
 /// How many events a slow session may fall behind before it skips to the newest.
 pub(crate) const EVENT_BUFFER: usize = 256;

@@ -68,16 +68,23 @@ pub(crate) async fn listen(
             () = cx.peer.input_ended() => break,
             event = events.recv() => event,
         };
-        let event = match event {
-            Ok(event) => event,
+        let batch = match event {
+            Ok(event) => vec![event],
             Err(RecvError::Lagged(skipped)) => {
-                tracing::debug!(skipped, "listen stream fell behind; changes skipped");
-                continue;
+                // What was missed is unknown: announce everything the filter watches.
+                tracing::debug!(
+                    skipped,
+                    "listen stream fell behind; announcing every change"
+                );
+                let uris = honoured.resource_subscriptions.clone().unwrap_or_default();
+                ServerEvent::after_lag(uris)
             }
             Err(RecvError::Closed) => break,
         };
-        if let Some(params) = notification_params(&event, &honoured, &tag) {
-            send(&cx, event.method(), params).await?;
+        for event in batch {
+            if let Some(params) = notification_params(&event, &honoured, &tag) {
+                send(&cx, event.method(), params).await?;
+            }
         }
     }
     Ok(json!({ "_meta": tag }))

@@ -49,6 +49,13 @@ impl Session {
         lock(&self.subscriptions).remove(uri);
     }
 
+    /// The URIs subscribed to, sorted.
+    pub(crate) fn subscribed(&self) -> Vec<String> {
+        let mut uris: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
+        uris.sort();
+        uris
+    }
+
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
         lock(&self.subscriptions).contains(uri)
     }

@@ -182,3 +182,38 @@ async fn subscribers_hear_about_updates() {
     client.request("ping", json!({})).await.expect("ping");
     assert!(client.drain_notifications().is_empty());
 }
+
+#[tokio::test]
+async fn a_subscriber_that_falls_behind_still_hears_of_every_resource() {
+    let (server, _) = fixture::server();
+    let client = connect(&server);
+    client.initialize("2025-11-25").await;
+    for uri in ["test://readme", "test://blob"] {
+        client
+            .request("resources/subscribe", json!({ "uri": uri }))
+            .await
+            .expect("subscribe");
+    }
+    // Far more changes at once than a session's buffer holds: the blob's update is among the
+    // ones pushed out before the session could forward it.
+    server.notify_resource_updated("test://blob");
+    for _ in 0..1_000 {
+        server.notify_resource_updated("test://readme");
+    }
+    let mut heard = std::collections::BTreeSet::new();
+    crate::support::within(async {
+        while !(heard.contains("test://blob") && heard.contains("test://readme")) {
+            let note = client.notification().await;
+            if note.method == "notifications/resources/updated" {
+                heard.insert(
+                    note.params.expect("params")["uri"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned(),
+                );
+            }
+        }
+    })
+    .await;
+    assert_eq!(heard.len(), 2);
+}
