@@ -27,6 +27,7 @@ use barrel_mcp::types::{
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::progress::Progress;
 use crate::target::{Target, TargetArgs};
 
 /// Prints a line on stdout. When stdout is closed early (`barrel-mcp tools | head -1`), the
@@ -312,14 +313,11 @@ fn string_map(text: Option<&str>, what: &str) -> anyhow::Result<BTreeMap<String,
         .collect()
 }
 
-/// Progress on stderr, one line each.
-fn with_progress(common: &Common) -> CallOptions {
+/// Progress on stderr: a bar on a terminal, one line each otherwise.
+fn with_progress(common: &Common, progress: &Progress) -> CallOptions {
     let options = CallOptions::new().timeout(Duration::from_secs(common.timeout));
-    options.on_progress(|p| {
-        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-        let message = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-        eprintln!("progress: {}{total}{message}", p.progress);
-    })
+    let progress = progress.clone();
+    options.on_progress(move |update| progress.show(&update))
 }
 
 async fn execute(client: &Client, common: &Common, command: ClientCommand) -> anyhow::Result<()> {
@@ -339,7 +337,12 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
         } => {
             let arguments = parse_object(arguments.as_deref(), "the tool arguments")?;
             let params = CallToolParams::new(&tool).with_arguments(arguments);
-            let result = client.call_tool_with(params, with_progress(common)).await?;
+            let progress = Progress::to_stderr();
+            let result = client
+                .call_tool_with(params, with_progress(common, &progress))
+                .await;
+            progress.finish();
+            let result = result?;
             if json {
                 print_json(&result)?;
             } else {
@@ -368,9 +371,12 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
         }
         ClientCommand::Read { uri, .. } => {
             let params = ReadResourceParams::new(uri);
+            let progress = Progress::to_stderr();
             let result = client
-                .read_resource_with(params, with_progress(common))
-                .await?;
+                .read_resource_with(params, with_progress(common, &progress))
+                .await;
+            progress.finish();
+            let result = result?;
             if json {
                 return print_json(&result);
             }
@@ -428,9 +434,12 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 arguments: Some(string_map(arguments.as_deref(), "the prompt arguments")?),
                 ..GetPromptParams::default()
             };
+            let progress = Progress::to_stderr();
             let result = client
-                .get_prompt_with(params, with_progress(common))
-                .await?;
+                .get_prompt_with(params, with_progress(common, &progress))
+                .await;
+            progress.finish();
+            let result = result?;
             if json {
                 return print_json(&result);
             }

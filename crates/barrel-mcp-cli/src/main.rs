@@ -5,6 +5,7 @@
 
 mod client_commands;
 mod demo;
+mod progress;
 mod target;
 
 use std::process::ExitCode;
