@@ -27,15 +27,16 @@ use barrel_mcp::types::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::progress::Progress;
 use crate::target::{Target, TargetArgs};
+use crate::terminal::Progress;
 
 /// Prints a line on stdout. When stdout is closed early (`barrel-mcp tools | head -1`), the
 /// process ends quietly with success, as Unix tools do, instead of panicking.
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        if let Err(error) = writeln!(std::io::stdout().lock(), $($arg)*) {
+        let text = crate::terminal::for_terminal(format!($($arg)*));
+        if let Err(error) = writeln!(std::io::stdout().lock(), "{text}") {
             if error.kind() == std::io::ErrorKind::BrokenPipe {
                 std::process::exit(0);
             }

@@ -5,8 +5,8 @@
 
 mod client_commands;
 mod demo;
-mod progress;
 mod target;
+mod terminal;
 
 use std::process::ExitCode;
 

@@ -1,5 +1,6 @@
-//! Progress of a `call` on stderr: a bar redrawn in place on a terminal, one line per update
-//! otherwise (so logs and pipes keep every step).
+//! What the client commands show a person: progress of a `call` on stderr (a bar redrawn in
+//! place on a terminal, one line per update otherwise, so logs and pipes keep every step), and
+//! server-supplied text made safe for a terminal.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -76,6 +77,30 @@ pub(crate) fn bar(update: &ProgressParams) -> String {
     )
 }
 
+/// `text` as it may reach stdout: on a terminal, control characters other than newline and tab
+/// become `\u{fffd}`, so a server's text cannot move the cursor, retitle the window or
+/// recolour the screen; into a file or a pipe it passes unchanged.
+pub(crate) fn for_terminal(text: String) -> String {
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *TERMINAL.get_or_init(|| std::io::stdout().is_terminal()) {
+        defang(&text)
+    } else {
+        text
+    }
+}
+
+fn defang(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 fn suffix(update: &ProgressParams) -> String {
     update
         .message
@@ -113,6 +138,14 @@ mod tests {
         assert!(bar(&update(9.0, Some(4.0), None)).starts_with("[########################]"));
         assert_eq!(bar(&update(2.0, Some(0.0), None)), "[progress 2]");
         assert_eq!(bar(&update(2.0, None, Some("two"))), "[progress 2] two");
+    }
+
+    #[test]
+    fn terminal_text_keeps_lines_and_tabs_only() {
+        assert_eq!(
+            defang("a\tb\nc\x1b]0;pwned\x07d\r"),
+            "a\tb\nc\u{fffd}]0;pwned\u{fffd}d\u{fffd}"
+        );
     }
 
     #[test]
