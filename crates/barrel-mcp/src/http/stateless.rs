@@ -18,6 +18,7 @@ use barrel_mcp_types::meta::{
 use barrel_mcp_types::{ErrorCode, ErrorObject, Implementation, Message, ProtocolVersion, Request};
 use base64::Engine;
 use http::{HeaderMap, HeaderName, StatusCode};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -78,7 +79,7 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
         None => return Err(invalid_meta(CLIENT_CAPABILITIES_KEY, "is required")),
     }
     if let Some(info) = meta.get(CLIENT_INFO_KEY)
-        && serde_json::from_value::<Implementation>(info.clone()).is_err()
+        && Implementation::deserialize(info).is_err()
     {
         return Err(invalid_meta(
             CLIENT_INFO_KEY,
@@ -230,8 +231,9 @@ fn invalid_meta(key: &str, problem: &str) -> ErrorObject {
 async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Response {
     let (tx, mut rx) = mpsc::channel(state.config.stream_queue.max(1));
     let answered = CancellationToken::new();
+    let id = request.id.clone();
     let reader = OnceReader {
-        request: Some(request.clone()),
+        request: Some(request),
         answered: answered.clone(),
         shutdown: state.shutdown.clone(),
     };
@@ -241,7 +243,7 @@ async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Respon
     let closed = close.clone();
     let writer = ChannelWriter {
         tx,
-        id: request.id.clone(),
+        id: id.clone(),
         answered,
         stalled: state.config.stalled_reader_timeout,
         close: close.clone(),
@@ -275,7 +277,7 @@ async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Respon
         )),
         None => reply::error(
             StatusCode::SERVICE_UNAVAILABLE,
-            Some(request.id),
+            Some(id),
             ErrorObject::internal("the request was not answered"),
         ),
     }

@@ -29,7 +29,9 @@ enum Outcome<T> {
 /// The multi round-trip part of a stateless request.
 struct RoundTrip {
     method: &'static str,
-    digest: String,
+    /// The params digest, computed when a state is opened; otherwise only if the handler asks
+    /// for input (most requests never do, and the digest hashes every argument).
+    digest: Option<String>,
     round: u32,
 }
 
@@ -51,17 +53,17 @@ fn input_mode(
     if !scope.is_stateless() {
         return Ok((InputMode::Session, None));
     }
-    let digest = params_digest(method, params);
-    let (mut answers, round) = match request_state {
+    let (mut answers, round, digest) = match request_state {
         Some(token) => {
+            let digest = params_digest(method, params);
             let state = server
                 .inner
                 .state_codec
                 .open(token, method, &digest, None)
                 .map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
-            (state.answers, state.round)
+            (state.answers, state.round, Some(digest))
         }
-        None => (Map::new(), 0),
+        None => (Map::new(), 0, None),
     };
     answers.extend(responses.unwrap_or_default());
     let trip = RoundTrip {
@@ -109,6 +111,7 @@ fn settle<T>(
     server: &Server,
     ctx: &Ctx,
     trip: Option<RoundTrip>,
+    params: &Value,
     result: crate::Result<T>,
 ) -> Result<Outcome<crate::Result<T>>, ErrorObject> {
     let (InputMode::Rounds(rounds), Some(trip)) = (ctx.input_mode(), trip) else {
@@ -132,7 +135,9 @@ fn settle<T>(
     }
     let state = RequestState {
         method: trip.method.to_owned(),
-        params_digest: trip.digest,
+        params_digest: trip
+            .digest
+            .unwrap_or_else(|| params_digest(trip.method, params)),
         principal: None,
         // The codec stamps the expiry when it seals.
         expires_at_ms: 0,
@@ -188,7 +193,7 @@ pub(crate) async fn call_tool(
         return Err(ErrorObject::internal("arguments are not an object"));
     };
     let result = (entry.handler.0)(ctx.clone(), arguments).await;
-    let result = match settle(server, &ctx, trip, result)? {
+    let result = match settle(server, &ctx, trip, &raw, result)? {
         Outcome::InputRequired(value) => return Ok(value),
         Outcome::Done(result) => result,
     };
@@ -247,7 +252,7 @@ pub(crate) async fn read_resource(
         variables,
     };
     let result = (handler.0)(ctx.clone(), request).await;
-    let contents = match settle(server, &ctx, trip, result)? {
+    let contents = match settle(server, &ctx, trip, &raw, result)? {
         Outcome::InputRequired(value) => return Ok(value),
         Outcome::Done(result) => result.map_err(|e| handler_error(&e))?,
     };
@@ -295,7 +300,7 @@ pub(crate) async fn get_prompt(
     };
     let (ctx, trip) = context(server, &scope, "prompts/get", &raw, round, cx)?;
     let result = (handler.0)(ctx.clone(), arguments).await;
-    match settle(server, &ctx, trip, result)? {
+    match settle(server, &ctx, trip, &raw, result)? {
         Outcome::InputRequired(value) => Ok(value),
         Outcome::Done(result) => encode(result.map_err(|e| handler_error(&e))?, &scope),
     }

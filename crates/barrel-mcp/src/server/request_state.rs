@@ -238,57 +238,59 @@ fn now_ms() -> u64 {
 /// `inputResponses` and `requestState` members. Canonical JSON has object keys sorted at every
 /// level and no whitespace, so key order on the wire does not matter.
 pub fn params_digest(method: &str, params: &Value) -> String {
-    let mut text = String::with_capacity(64);
-    text.push_str(method);
-    text.push('\n');
+    let mut text = Vec::with_capacity(256);
+    text.extend_from_slice(method.as_bytes());
+    text.push(b'\n');
     match params {
         Value::Object(map) => {
-            let kept: Map<String, Value> = map
-                .iter()
-                .filter(|(k, _)| !UNDIGESTED.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            write_canonical(&mut text, &Value::Object(kept));
+            write_canonical_object(&mut text, map, |key| !UNDIGESTED.contains(&key));
         }
         other => write_canonical(&mut text, other),
     }
-    URL_SAFE_NO_PAD.encode(Sha256::digest(text.as_bytes()))
+    URL_SAFE_NO_PAD.encode(Sha256::digest(&text))
 }
 
 /// Appends `value` as canonical JSON: compact, object keys sorted by their UTF-8 bytes.
-pub(crate) fn write_canonical(out: &mut String, value: &Value) {
+pub(crate) fn write_canonical(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(out, item);
             }
-            out.push(']');
+            out.push(b']');
         }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_string(out, key);
-                out.push(':');
-                write_canonical(out, item);
-            }
-            out.push('}');
-        }
-        Value::String(s) => write_json_string(out, s),
-        // null, booleans and numbers have one rendering already.
-        scalar => out.push_str(&scalar.to_string()),
+        Value::Object(map) => write_canonical_object(out, map, |_| true),
+        // Strings, null, booleans and numbers have one rendering already.
+        scalar => write_json(out, scalar),
     }
 }
 
-/// Appends `s` as a JSON string literal.
-fn write_json_string(out: &mut String, s: &str) {
-    out.push_str(&Value::from(s).to_string());
+/// Appends the members of `map` whose key passes `keep`, as a canonical JSON object.
+fn write_canonical_object(
+    out: &mut Vec<u8>,
+    map: &Map<String, Value>,
+    keep: impl Fn(&str) -> bool,
+) {
+    let mut entries: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| keep(k)).collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    for (i, (key, item)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json(out, key);
+        out.push(b':');
+        write_canonical(out, item);
+    }
+    out.push(b'}');
+}
+
+/// Appends one JSON scalar or string as serde_json renders it.
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing to a Vec cannot fail, and these values always serialize.
+    let _ = serde_json::to_writer(out, value);
 }

@@ -12,6 +12,7 @@ use barrel_mcp_types::{
     ClientCapabilities, DiscoverResult, ErrorCode, ErrorObject, Implementation, Meta,
     ProtocolVersion,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Server;
@@ -53,12 +54,12 @@ pub(crate) fn scope(meta: &Meta) -> Result<Scope, ErrorObject> {
     let caps = meta
         .get(CLIENT_CAPABILITIES_KEY)
         .ok_or_else(|| invalid_meta(CLIENT_CAPABILITIES_KEY, "is required"))?;
-    let client_capabilities: ClientCapabilities = serde_json::from_value(caps.clone())
+    let client_capabilities = ClientCapabilities::deserialize(caps)
         .map_err(|e| invalid_meta(CLIENT_CAPABILITIES_KEY, &e.to_string()))?;
     let client_info = match meta.get(CLIENT_INFO_KEY) {
         None => None,
         Some(info) => Some(Arc::new(
-            serde_json::from_value::<Implementation>(info.clone())
+            Implementation::deserialize(info)
                 .map_err(|e| invalid_meta(CLIENT_INFO_KEY, &e.to_string()))?,
         )),
     };
