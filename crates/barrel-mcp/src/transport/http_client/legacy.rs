@@ -105,7 +105,11 @@ impl Transport for LegacySseTransport {
         let (url, max) = (self.url, self.config.max_event_size);
         tokio::spawn(async move {
             tokio::select! {
-                () = read_stream(&task, url, max, endpoint_tx) => {}
+                () = read_stream(&task, url, max, endpoint_tx) => {
+                    // The one stream is the connection: its end ends the reader's input (after
+                    // any error it queued), so calls in flight fail at once.
+                    stop.cancel();
+                }
                 () = stop.cancelled() => {}
             }
         });
@@ -175,8 +179,12 @@ async fn read_stream(
         decoder.feed(&chunk, &mut items);
         for item in items.drain(..) {
             let Item::Event(event) = item else {
-                tracing::warn!("an SSE event was too large; skipped");
-                continue;
+                // Every message rides this one stream and it cannot be resumed: losing one
+                // would leave a call waiting for ever, so the connection ends, saying why.
+                let why = format!(
+                    "an SSE event exceeded {max_event_size} bytes (HttpClientConfig::max_event_size)"
+                );
+                return fail(Error::Protocol(why)).await;
             };
             match event.event.as_deref() {
                 Some("endpoint") => match resolve(&url, event.data.trim()) {
@@ -199,7 +207,6 @@ async fn read_stream(
         }
     }
     tracing::debug!("the legacy SSE stream ended");
-    // Dropping the sender ends the reader's input.
 }
 
 /// The endpoint event's URI, relative to the stream's URL (same origin only).

@@ -471,3 +471,21 @@ async fn an_oversized_event_fails_the_call_not_the_connection() {
     within(client.ping()).await.expect("the connection goes on");
     client.close();
 }
+
+#[tokio::test]
+async fn a_legacy_connection_ends_with_its_stream() {
+    use barrel_mcp::transport::http_client::LegacySseTransport;
+    let mut server = TestServer::start(HttpConfig::default()).await;
+    let url = format!("http://{}/sse", server.addr);
+    let transport = LegacySseTransport::new(&url).expect("url");
+    let client = within(builder(Some(ProtocolVersion::V2024_11_05)).connect(transport))
+        .await
+        .expect("connect");
+    within(client.ping()).await.expect("ping");
+    // The server goes away: its stream ends, and so does the connection (no call waits for
+    // an answer that cannot come any more).
+    server.stop().await;
+    within(client.closed()).await;
+    let after = within(client.ping()).await;
+    assert!(after.is_err(), "{after:?}");
+}
