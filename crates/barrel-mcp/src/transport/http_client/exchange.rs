@@ -51,6 +51,7 @@ pub(super) async fn run(state: Arc<State>, message: Message, cancel: Cancellatio
 async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<(), Error> {
     let mut retried = false;
     loop {
+        after_reinitialize(state).await;
         let (headers, session) = state.headers_for(message);
         let response = state.post(message.to_json(), headers).await?;
         let status = response.status();
@@ -70,7 +71,7 @@ async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<
             && state.config.reinitialize
             && let Some(stale) = session
         {
-            reinitialize(state, &stale).await?;
+            reinitialize_detached(state, &stale).await?;
             retried = true;
             continue;
         }
@@ -83,7 +84,10 @@ async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<
             .map(jsonrpc::decode)
         {
             response.id.get_or_insert_with(|| call.id.clone());
-            deliver(state, call, Ok(Message::Response(response))).await;
+            if !deliver(state, call, Ok(Message::Response(response))).await {
+                let why = "the error answer is not this request's response".into();
+                return fail_call(state, call, why).await;
+            }
             return Ok(());
         }
         let text = body
@@ -412,8 +416,32 @@ fn retry_delay(config: &super::HttpClientConfig, retry: Option<Duration>) -> Dur
     retry.unwrap_or(config.default_retry).max(config.min_retry)
 }
 
+/// Re-runs the handshake after the server forgot the session `stale`, on a task of its own:
+/// a caller that gives up (its call timed out or was cancelled) must not leave the session
+/// half re-initialized, with no id for every later message. Ends with the connection.
+pub(super) async fn reinitialize_detached(
+    state: &Arc<State>,
+    stale: &HeaderValue,
+) -> Result<(), Error> {
+    let (task_state, stale) = (Arc::clone(state), stale.clone());
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            done = reinitialize(&task_state, &stale) => done,
+            () = task_state.closed.cancelled() => Err(Error::Closed),
+        }
+    });
+    task.await
+        .unwrap_or_else(|e| Err(Error::Protocol(format!("re-initializing failed: {e}"))))
+}
+
+/// Waits while a re-initialization runs, so that a message is sent with the new session id
+/// rather than none.
+pub(super) async fn after_reinitialize(state: &State) {
+    drop(state.reinit.lock().await);
+}
+
 /// Re-runs the handshake after the server forgot the session `stale`.
-pub(super) async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Error> {
+async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Error> {
     let _one_at_a_time = state.reinit.lock().await;
     let params = {
         let mut session = lock(&state.session);

@@ -152,6 +152,7 @@ impl State {
     async fn post_one_way(self: &std::sync::Arc<Self>, message: &Message) -> Result<(), Error> {
         let mut retried = false;
         loop {
+            exchange::after_reinitialize(self).await;
             let (headers, session) = self.headers_for(message);
             let response = self.post(message.to_json(), headers).await?;
             let status = response.status();
@@ -169,7 +170,7 @@ impl State {
                 && self.config.reinitialize
                 && let Some(stale) = session
             {
-                exchange::reinitialize(self, &stale).await?;
+                exchange::reinitialize_detached(self, &stale).await?;
                 retried = true;
                 continue;
             }

@@ -203,3 +203,103 @@ async fn a_call_that_times_out_lets_go_of_its_stream_and_the_server_is_told() {
     within(client.ping()).await.expect("the connection goes on");
     client.close();
 }
+
+/// A server that forgets session `s1` at the first `tools/call` and takes 400 ms to answer
+/// the `initialize` that replaces it (session `s2`); no id is 400, as the spec says.
+async fn forgetful(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let session = parts
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match parts.method {
+        Method::GET => return full(StatusCode::METHOD_NOT_ALLOWED, "text/plain", String::new()),
+        Method::DELETE => return full(StatusCode::OK, "text/plain", String::new()),
+        _ => {}
+    }
+    let method = message["method"]
+        .as_str()
+        .unwrap_or("(response)")
+        .to_owned();
+    note(
+        &seen,
+        format!("POST {method} {}", session.as_deref().unwrap_or("-")),
+    );
+    let Some(id) = message.get("id").cloned() else {
+        return full(StatusCode::ACCEPTED, "text/plain", String::new());
+    };
+    let answer = |result: Value, session: &str| {
+        let mut response = full(
+            StatusCode::OK,
+            "application/json",
+            json!({"jsonrpc":"2.0","id":id,"result":result}).to_string(),
+        );
+        response
+            .headers_mut()
+            .insert("mcp-session-id", session.parse().expect("header"));
+        response
+    };
+    if method == "initialize" {
+        let again = count(&seen, "POST initialize -") > 1;
+        if again {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
+        let result = json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+                            "serverInfo":{"name":"forgetful","version":"0"}});
+        return answer(result, if again { "s2" } else { "s1" });
+    }
+    match session.as_deref() {
+        None => full(StatusCode::BAD_REQUEST, "text/plain", "no session".into()),
+        Some("s1") if method == "tools/call" => {
+            full(StatusCode::NOT_FOUND, "text/plain", String::new())
+        }
+        Some(current) => answer(json!({"content":[]}), current),
+    }
+}
+
+#[tokio::test]
+async fn a_call_that_gives_up_during_a_reinitialize_does_not_wedge_the_session() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let seen: Seen = Arc::default();
+    let state = Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let state = Arc::clone(&state);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let state = Arc::clone(&state);
+                    async move { Ok::<_, Infallible>(forgetful(state, request).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    let client = connect(&url, HttpClientConfig::default()).await;
+    // The call meets a 404, and gives up while the new handshake is still running.
+    let options = CallOptions::new().timeout(Duration::from_millis(150));
+    let outcome = within(client.call_tool_with(CallToolParams::new("x"), options)).await;
+    assert!(outcome.is_err(), "{outcome:?}");
+    // A ping sent meanwhile waits for the handshake, and goes out in the new session.
+    within(client.ping())
+        .await
+        .expect("ping in the new session");
+    assert!(
+        count(&seen, "POST ping s2") == 1,
+        "{:?}",
+        seen.lock().expect("lock")
+    );
+    assert_eq!(count(&seen, "POST ping -"), 0);
+    client.close();
+}
