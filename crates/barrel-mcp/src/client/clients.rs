@@ -1,6 +1,9 @@
 //! Federation: [`Clients`], a registry of named, supervised connections. Each server id has a
 //! task that connects (through a closure that makes a fresh transport each time), hands out the
-//! connected [`Client`], and reconnects with exponential backoff when the connection ends.
+//! connected [`Client`], and reconnects with exponential backoff when the connection ends. A
+//! connection counts as healthy (the backoff starts over) only once it has lasted
+//! [`Backoff::reset_after`], so a server that accepts and dies at once is not hammered.
+//! Dropping the last clone of a [`Clients`] stops every server it supervises.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -22,6 +25,9 @@ pub struct Backoff {
     pub initial: Duration,
     /// The longest wait. Default 30 s.
     pub max: Duration,
+    /// How long a connection must last to count as healthy; after a shorter one the next wait
+    /// keeps growing. Default 30 s.
+    pub reset_after: Duration,
 }
 
 impl Default for Backoff {
@@ -29,6 +35,7 @@ impl Default for Backoff {
         Self {
             initial: Duration::from_millis(100),
             max: Duration::from_secs(30),
+            reset_after: Duration::from_secs(30),
         }
     }
 }
@@ -71,10 +78,24 @@ struct Supervised {
     task: JoinHandle<()>,
 }
 
-/// A registry of named, supervised clients. Cheap to clone.
+/// A registry of named, supervised clients. Cheap to clone; dropping the last clone stops
+/// every server it supervises.
 #[derive(Clone, Default)]
 pub struct Clients {
-    servers: Arc<Mutex<BTreeMap<String, Supervised>>>,
+    servers: Arc<Registry>,
+}
+
+#[derive(Default)]
+struct Registry(Mutex<BTreeMap<String, Supervised>>);
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let servers = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for supervised in servers.values() {
+            // Each supervisor closes its client and ends.
+            supervised.stop.cancel();
+        }
+    }
 }
 
 impl std::fmt::Debug for Clients {
@@ -176,7 +197,10 @@ impl Clients {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Supervised>> {
-        self.servers.lock().unwrap_or_else(PoisonError::into_inner)
+        self.servers
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -205,15 +229,19 @@ async fn supervise<F, Fut, T>(
         let error = match attempted {
             Ok(client) => {
                 tracing::debug!(server = %id, "connected");
-                attempt = 0;
+                let connected_at = tokio::time::Instant::now();
                 set(Some(client.clone()), ServerStatus::Connected);
-                tokio::select! {
+                let ended = tokio::select! {
                     () = stop.cancelled() => {
                         client.close();
                         break;
                     }
                     () = client.closed() => "the connection ended".to_owned(),
+                };
+                if connected_at.elapsed() >= backoff.reset_after {
+                    attempt = 0;
                 }
+                ended
             }
             Err(error) => error.to_string(),
         };
