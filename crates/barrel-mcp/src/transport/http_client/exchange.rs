@@ -364,6 +364,7 @@ async fn listen(state: &State, ready: oneshot::Sender<()>) {
     let mut last: Option<String> = None;
     let mut failures = 0u32;
     let mut empty = 0u32;
+    let mut oversized = 0u32;
     loop {
         let response = state.get(last.as_deref()).await;
         if let Some(ready) = ready.take() {
@@ -395,13 +396,27 @@ async fn listen(state: &State, ready: oneshot::Sender<()>) {
         }
         failures = 0;
         let mut decoder = SseDecoder::new(state.config.max_event_size).with_last_event_id(last);
-        if let Pumped::TooLarge = pump(state, None, &mut decoder, response.into_body()).await {
+        let too_large = matches!(
+            pump(state, None, &mut decoder, response.into_body()).await,
+            Pumped::TooLarge
+        );
+        if too_large {
+            // Resuming replays the same event: after a few tries the stream is given up.
+            oversized += 1;
+            if oversized > state.config.max_resumptions {
+                tracing::warn!(
+                    "events on the GET stream keep exceeding max_event_size; it is closed"
+                );
+                return;
+            }
             tracing::warn!("an event on the GET stream was too large; reconnecting");
+        } else {
+            oversized = 0;
         }
         last = decoder.last_event_id().map(str::to_owned);
         // A stream that ends without a single event is no stream: wait longer each time, so
         // that such a server is not asked again and again.
-        empty = if decoder.events() == 0 {
+        empty = if decoder.events() == 0 || too_large {
             (empty + 1).min(5)
         } else {
             0

@@ -72,7 +72,11 @@ fn full(
         .expect("response")
 }
 
-async fn answer(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
+async fn answer(
+    seen: Seen,
+    get_body: Arc<String>,
+    request: Request<Incoming>,
+) -> Response<BoxBody<Bytes, Infallible>> {
     let (parts, body) = request.into_parts();
     let body = body
         .collect()
@@ -82,8 +86,7 @@ async fn answer(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Byte
     let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if parts.method == Method::GET {
         note(&seen, "GET".into());
-        // Ends at once, without a single event, asking for an immediate reconnection.
-        return full(StatusCode::OK, "text/event-stream", "retry: 0\n\n".into());
+        return full(StatusCode::OK, "text/event-stream", get_body.to_string());
     }
     if parts.method == Method::DELETE {
         return full(StatusCode::OK, "text/plain", String::new());
@@ -125,8 +128,15 @@ async fn answer(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Byte
     }
 }
 
-/// Starts the server; returns its URL and what it sees.
+/// Starts the server, whose GET stream ends at once without a single event, asking for an
+/// immediate reconnection; returns its URL and what it sees.
 async fn start() -> (String, Seen) {
+    start_with("retry: 0\n\n".into()).await
+}
+
+/// Starts the server with `get_body` as the body of every GET stream.
+async fn start_with(get_body: String) -> (String, Seen) {
+    let get_body = Arc::new(get_body);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -136,10 +146,12 @@ async fn start() -> (String, Seen) {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             let state = Arc::clone(&state);
+            let get_body = Arc::clone(&get_body);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
                     let state = Arc::clone(&state);
-                    async move { Ok::<_, Infallible>(answer(state, request).await) }
+                    let get_body = Arc::clone(&get_body);
+                    async move { Ok::<_, Infallible>(answer(state, get_body, request).await) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
@@ -301,5 +313,24 @@ async fn a_call_that_gives_up_during_a_reinitialize_does_not_wedge_the_session()
         seen.lock().expect("lock")
     );
     assert_eq!(count(&seen, "POST ping -"), 0);
+    client.close();
+}
+
+#[tokio::test]
+async fn a_get_stream_that_keeps_replaying_an_oversized_event_is_given_up() {
+    // Every GET replays the same event, too large for the client: resuming cannot get past it.
+    let huge = format!("id: big.1\nretry: 10\ndata: {}\n\n", "x".repeat(4096));
+    let (url, seen) = start_with(huge).await;
+    let config = HttpClientConfig {
+        max_event_size: 1024,
+        max_resumptions: 2,
+        min_retry: Duration::from_millis(10),
+        ..HttpClientConfig::default()
+    };
+    let client = connect(&url, config).await;
+    // 1 + 2 resumptions, then nothing more, however long we wait.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(count(&seen, "GET"), 3);
+    within(client.ping()).await.expect("the connection goes on");
     client.close();
 }
