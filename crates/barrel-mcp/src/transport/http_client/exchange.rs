@@ -293,7 +293,21 @@ fn learn(state: &State, call: &Call, result: &mut Value) {
             let (valid, invalid) = headers::tool_params(result);
             {
                 let mut tools = lock(&state.tool_params);
+                // What this page lists replaces what was known of those tools (a tool may
+                // have lost its x-mcp-header arguments, or become invalid).
+                let listed = result.get("tools").and_then(Value::as_array);
+                for name in listed
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|tool| tool.get("name").and_then(Value::as_str))
+                {
+                    tools.remove(name);
+                }
                 for (name, params) in valid {
+                    if tools.len() >= headers::MAX_TOOLS_WITH_HEADERS {
+                        tracing::warn!(tool = %name, "too many tools with x-mcp-header; ignored");
+                        break;
+                    }
                     tools.insert(name, params);
                 }
             }

@@ -70,6 +70,10 @@ pub(super) fn modern(
     }
 }
 
+/// The most tools whose `x-mcp-header` arguments the client remembers (a server could list
+/// endlessly many).
+pub(super) const MAX_TOOLS_WITH_HEADERS: usize = 4096;
+
 /// The `x-mcp-header` arguments of each tool in a `tools/list` result, and the names of the
 /// tools whose annotations break the rules (logged; the spec has HTTP clients drop them).
 pub(super) fn tool_params(result: &Value) -> (Vec<(String, Vec<HeaderParam>)>, Vec<String>) {
