@@ -67,6 +67,12 @@ pub struct PeerConfig {
     /// When the input ends, how long requests already admitted may still run to be answered
     /// before they are cancelled (default 5 s).
     pub drain_timeout: Duration,
+    /// Once the connection ends, how long what is already queued may take to be written and
+    /// the transport to close (an HTTP client's DELETE included) (default 2 s).
+    pub close_grace: Duration,
+    /// Once the connection ends, how long handlers that were cancelled may take to return
+    /// before they are aborted (default 1 s).
+    pub handler_grace: Duration,
 }
 
 impl Default for PeerConfig {
@@ -77,6 +83,8 @@ impl Default for PeerConfig {
             max_inbound_in_flight: 1024,
             outbound_queue: 1024,
             drain_timeout: Duration::from_secs(5),
+            close_grace: Duration::from_secs(2),
+            handler_grace: Duration::from_secs(1),
         }
     }
 }

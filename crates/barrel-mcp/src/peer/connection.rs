@@ -1,7 +1,6 @@
 //! The task that owns a connection: the read loop and the write loop, side by side.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -9,12 +8,6 @@ use super::shared::{Shared, lock};
 use super::{Handler, Peer, inbound};
 use crate::Error;
 use crate::transport::{MessageReader, MessageWriter, Outgoing};
-
-/// How long cancelled handlers may take to return once the connection has ended.
-const HANDLER_GRACE: Duration = Duration::from_secs(1);
-
-/// How long messages already queued when the connection ends may take to be written.
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     reader: R,
@@ -62,12 +55,16 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     read.and(write)
 }
 
-/// Gives handlers still running (their requests are cancelled by now) [`HANDLER_GRACE`] to
-/// return, then aborts them, so no task of the connection outlives it.
+/// Gives handlers still running (their requests are cancelled by now)
+/// [`PeerConfig::handler_grace`](super::PeerConfig::handler_grace) to return, then aborts them,
+/// so no task of the connection outlives it.
 async fn stop_handlers(shared: &Shared) {
     let mut handlers = std::mem::take(&mut *lock(&shared.handlers));
     let finished = async { while handlers.join_next().await.is_some() {} };
-    if tokio::time::timeout(HANDLER_GRACE, finished).await.is_err() {
+    if tokio::time::timeout(shared.config.handler_grace, finished)
+        .await
+        .is_err()
+    {
         tracing::debug!(
             count = handlers.len(),
             "handlers ignored cancellation; aborted"
@@ -77,7 +74,7 @@ async fn stop_handlers(shared: &Shared) {
 }
 
 /// Writes queued messages in order. Once the connection ends, writes what is already queued
-/// (within [`CLOSE_GRACE`]) and closes the transport.
+/// (within [`PeerConfig::close_grace`](super::PeerConfig::close_grace)) and closes the transport.
 async fn write_loop<W: MessageWriter>(
     mut writer: W,
     mut outbound: mpsc::Receiver<Outgoing>,
@@ -100,7 +97,7 @@ async fn write_loop<W: MessageWriter>(
     };
     let grace = async {
         shared.closed.cancelled().await;
-        tokio::time::sleep(CLOSE_GRACE).await;
+        tokio::time::sleep(shared.config.close_grace).await;
     };
     tokio::select! {
         result = written => result,

@@ -125,7 +125,8 @@ pub struct HttpClientConfig {
     /// How long opening a TCP connection may take, and then the TLS handshake for `https://`.
     /// Default 10 s.
     pub connect_timeout: Duration,
-    /// How long the DELETE on close may take. Default 5 s.
+    /// How long the DELETE on close may take; the peer's
+    /// [`close_grace`](crate::peer::PeerConfig::close_grace) bounds it too. Default 2 s.
     pub close_timeout: Duration,
     /// Messages from the server buffered for the peer before streams wait. Default 64.
     pub inbound_queue: usize,
@@ -144,7 +145,7 @@ impl Default for HttpClientConfig {
             get_stream_wait: Duration::from_secs(2),
             reinitialize: true,
             connect_timeout: Duration::from_secs(10),
-            close_timeout: Duration::from_secs(5),
+            close_timeout: Duration::from_secs(2),
             inbound_queue: 64,
         }
     }
