@@ -156,8 +156,14 @@ async fn serve_tls(
     key: &std::path::Path,
 ) -> anyhow::Result<()> {
     let tls = barrel_mcp::http::TlsConfig::from_pem_files(cert, key).context("loading TLS")?;
+    // The handler is installed before serving starts, so an early SIGHUP reloads (the default
+    // action would end the process).
+    #[cfg(unix)]
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("installing the SIGHUP handler")?;
     #[cfg(unix)]
     tokio::spawn(reload_on_hangup(
+        hangups,
         tls.clone(),
         cert.to_owned(),
         key.to_owned(),
@@ -171,14 +177,11 @@ async fn serve_tls(
 /// connections); a pair that does not load leaves the old one in place.
 #[cfg(all(feature = "tls", unix))]
 async fn reload_on_hangup(
+    mut hangups: tokio::signal::unix::Signal,
     tls: barrel_mcp::http::TlsConfig,
     cert: std::path::PathBuf,
     key: std::path::PathBuf,
 ) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
-        return;
-    };
     while hangups.recv().await.is_some() {
         match tls.reload_pem_files(&cert, &key) {
             Ok(()) => eprintln!("barrel-mcp: reloaded {}", cert.display()),

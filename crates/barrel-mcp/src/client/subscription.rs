@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use barrel_mcp_types::{ResourceUpdatedParams, SubscriptionFilter};
 use tokio::sync::broadcast;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::task::JoinHandle;
 
 use super::Client;
@@ -56,23 +56,36 @@ impl ResourceSubscription {
     ///
     /// Cancel-safe.
     pub async fn next(&mut self) -> Option<ResourceUpdatedParams> {
-        if self.ended {
-            return None;
-        }
         loop {
+            if self.ended {
+                // Updates that came before the listen's end are still handed out.
+                return self.queued();
+            }
             let event = tokio::select! {
+                biased;
                 event = self.events.recv() => event,
                 () = self.peer.closed() => return None,
                 () = listen_ended(self.listen.as_mut()) => {
                     self.listen = None;
                     self.ended = true;
-                    return None;
+                    continue;
                 }
             };
             match event {
                 Ok(Event::Updated(update)) if update.uri == self.uri => return Some(update),
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The next update already received for this resource, without waiting.
+    fn queued(&mut self) -> Option<ResourceUpdatedParams> {
+        loop {
+            match self.events.try_recv() {
+                Ok(Event::Updated(update)) if update.uri == self.uri => return Some(update),
+                Ok(_) | Err(TryRecvError::Lagged(_)) => {}
+                Err(_) => return None,
             }
         }
     }
@@ -130,6 +143,8 @@ impl Client {
         };
         let wait = self.config().peer.request_timeout;
         tokio::select! {
+            // An acknowledgement already received counts, even if the listen has ended since.
+            biased;
             acknowledged = tokio::time::timeout(wait, acknowledged) => match acknowledged {
                 Ok(outcome) => outcome?,
                 Err(_) => {

@@ -97,11 +97,15 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
             reply::rpc_error(-32603, "internal error"),
         );
     };
-    // Nested under a prefix, the router sees paths without it; the client needs it back.
+    // Nested under a prefix, the router sees paths without it; the client needs it back: it is
+    // what the original path has before the path seen here (`/t/acme` under
+    // `nest("/t/{tenant}", …)`, which the nest pattern alone could not say).
     let prefix = parts
         .extensions
-        .get::<axum::extract::NestedPath>()
-        .map_or("", |nested| nested.as_str().trim_end_matches('/'));
+        .get::<axum::extract::OriginalUri>()
+        .and_then(|original| original.path().strip_suffix(parts.uri.path()))
+        .unwrap_or("")
+        .trim_end_matches('/');
     let endpoint = format!(
         "{prefix}{}?sessionId={}",
         config.legacy_messages_path, session.id

@@ -100,7 +100,11 @@ impl TlsConfig {
     }
 
     /// Loads a new certificate chain and key as [`from_pem_files`](Self::from_pem_files)
-    /// does and serves them to new connections. On an error nothing changes.
+    /// does and serves them to new connections. On an error nothing changes. The new
+    /// configuration is the default one that `from_pem_files` builds: a configuration made
+    /// with [`from_rustls`](Self::from_rustls) (client authentication, another provider) is
+    /// replaced by it, so rebuild such a one yourself and pass it to
+    /// [`reload`](Self::reload).
     pub fn reload_pem_files(
         &self,
         cert: impl AsRef<Path>,

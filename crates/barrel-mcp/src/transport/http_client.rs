@@ -31,17 +31,26 @@
 //!   headers of your own (`Authorization`, ...).
 //! - **Resumption**: an SSE stream that ends before the call's response is resumed with a GET
 //!   carrying `Last-Event-ID`, after the server's `retry` (or
-//!   [`HttpClientConfig::default_retry`]), up to [`HttpClientConfig::max_resumptions`] times.
+//!   [`HttpClientConfig::default_retry`], and never under [`HttpClientConfig::min_retry`]), up
+//!   to [`HttpClientConfig::max_resumptions`] times. An event larger than
+//!   [`HttpClientConfig::max_event_size`] fails its call at once. Once the response is in, a
+//!   stream the server keeps open is dropped after [`HttpClientConfig::stream_end_wait`].
 //! - **The GET stream**: after `notifications/initialized`, a GET opens the session's stream for
-//!   server-initiated messages; it reconnects after the server's `retry` with `Last-Event-ID`.
-//!   405 (or any other refusal) means the server offers none: nothing more is tried.
+//!   server-initiated messages, and nothing more is sent until the server has answered it (at
+//!   most [`HttpClientConfig::get_stream_wait`]): a server may send a request on it at once. It
+//!   reconnects after the server's `retry` with `Last-Event-ID`; a stream that ends at once
+//!   without an event doubles the wait each time (up to 32 times), and one that keeps
+//!   replaying an oversized event is given up after `max_resumptions`. 405 (or any other
+//!   refusal) means the server offers none: nothing more is tried.
 //! - **404 on a known session**: the session expired. The transport re-runs the handshake itself
-//!   (the `initialize` it sent first, then `notifications/initialized`) and sends the message
-//!   again, once. The client keeps its handle and its calls; what the old session held on the
-//!   server side (subscriptions, the log level) is gone. [`HttpClientConfig::reinitialize`]
-//!   turns this off; the message then fails.
-//! - **Cancellation**: in 2026-07-28 a cancelled call drops its HTTP response (there is no
-//!   session to send `notifications/cancelled` to); in a session the notification is POSTed.
+//!   (the `initialize` it sent first, then `notifications/initialized`) on a task of its own,
+//!   within [`HttpClientConfig::reinitialize_timeout`], and sends the message again, once;
+//!   messages sent meanwhile wait for it. The client keeps its handle and its calls; what the
+//!   old session held on the server side (subscriptions, the log level) is gone.
+//!   [`HttpClientConfig::reinitialize`] turns this off; the message then fails.
+//! - **Cancellation**: a cancelled or timed-out call drops its HTTP exchange. In 2026-07-28 that
+//!   is the whole cancellation (there is no session to tell); in a session
+//!   `notifications/cancelled` is POSTed too.
 //! - **Failures**: 401 and 403 end the connection with [`Error::Http`] whose
 //!   [`HttpError::is_auth`](crate::HttpError::is_auth) is true, never read as a protocol
 //!   answer; so do 5xx answers and a server that cannot be reached. Another 4xx with a JSON-RPC
@@ -95,8 +104,10 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 /// Limits and behaviour of an HTTP client transport. Every field has a documented default.
 #[derive(Debug, Clone)]
 pub struct HttpClientConfig {
-    /// The largest SSE event accepted, in bytes; a larger one is skipped and fails the call
-    /// whose stream carried it. Default 4 MiB.
+    /// The largest SSE event accepted, in bytes. A larger one fails the call whose stream
+    /// carried it; on the GET stream it is skipped (the stream reconnects, and is given up
+    /// when it keeps coming back); on the legacy transport's one stream it ends the
+    /// connection. Default 4 MiB.
     pub max_event_size: usize,
     /// The largest JSON answer body accepted, in bytes. Default 4 MiB.
     pub max_body_size: usize,
@@ -122,6 +133,10 @@ pub struct HttpClientConfig {
     pub get_stream_wait: Duration,
     /// Re-run the handshake when the server answers 404 for a known session. Default true.
     pub reinitialize: bool,
+    /// How long that handshake may take; messages sent meanwhile wait for it. When it fails
+    /// or times out, the old session id is kept, so the next message meets the 404 and tries
+    /// again. Default 30 s.
+    pub reinitialize_timeout: Duration,
     /// How long opening a TCP connection may take, and then the TLS handshake for `https://`.
     /// Default 10 s.
     pub connect_timeout: Duration,
@@ -144,6 +159,7 @@ impl Default for HttpClientConfig {
             open_get_stream: true,
             get_stream_wait: Duration::from_secs(2),
             reinitialize: true,
+            reinitialize_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(2),
             inbound_queue: 64,

@@ -410,12 +410,14 @@ async fn listen(state: &State, ready: oneshot::Sender<()>) {
         }
         failures = 0;
         let mut decoder = SseDecoder::new(state.config.max_event_size).with_last_event_id(last);
+        let opened = tokio::time::Instant::now();
         let too_large = matches!(
             pump(state, None, &mut decoder, response.into_body()).await,
             Pumped::TooLarge
         );
         if too_large {
-            // Resuming replays the same event: after a few tries the stream is given up.
+            // Resuming may replay the same event (when its id came after the data that broke
+            // the limit): after a few tries the stream is given up.
             oversized += 1;
             if oversized > state.config.max_resumptions {
                 tracing::warn!(
@@ -428,9 +430,11 @@ async fn listen(state: &State, ready: oneshot::Sender<()>) {
             oversized = 0;
         }
         last = decoder.last_event_id().map(str::to_owned);
-        // A stream that ends without a single event is no stream: wait longer each time, so
-        // that such a server is not asked again and again.
-        empty = if decoder.events() == 0 || too_large {
+        // A stream that ends at once without a single event is no stream: wait longer each
+        // time, so that such a server is not asked again and again. (One that lasted, say
+        // until a proxy cut it, is reopened after the usual wait.)
+        let hollow = decoder.events() == 0 && opened.elapsed() < state.config.default_retry;
+        empty = if hollow || too_large {
             (empty + 1).min(5)
         } else {
             0
@@ -447,17 +451,31 @@ fn retry_delay(config: &super::HttpClientConfig, retry: Option<Duration>) -> Dur
 
 /// Re-runs the handshake after the server forgot the session `stale`, on a task of its own:
 /// a caller that gives up (its call timed out or was cancelled) must not leave the session
-/// half re-initialized, with no id for every later message. Ends with the connection.
+/// half re-initialized, with no id for every later message. Bounded by
+/// [`HttpClientConfig::reinitialize_timeout`](super::HttpClientConfig::reinitialize_timeout)
+/// (messages wait for it); ends with the connection.
 pub(super) async fn reinitialize_detached(
     state: &Arc<State>,
     stale: &HeaderValue,
 ) -> Result<(), Error> {
     let (task_state, stale) = (Arc::clone(state), stale.clone());
     let task = tokio::spawn(async move {
-        tokio::select! {
-            done = reinitialize(&task_state, &stale) => done,
+        let limit = task_state.config.reinitialize_timeout;
+        let done = tokio::select! {
+            done = tokio::time::timeout(limit, reinitialize(&task_state, &stale)) => {
+                done.unwrap_or(Err(Error::Timeout))
+            }
             () = task_state.closed.cancelled() => Err(Error::Closed),
+        };
+        if done.is_err() {
+            // The old id goes back: later messages meet the 404 again and retry the handshake,
+            // instead of going out with no session id at all.
+            let mut session = lock(&task_state.session);
+            if session.id.is_none() {
+                session.id = Some(stale);
+            }
         }
+        done
     });
     task.await
         .unwrap_or_else(|e| Err(Error::Protocol(format!("re-initializing failed: {e}"))))

@@ -182,8 +182,9 @@ async fn an_empty_get_stream_with_retry_zero_is_not_hammered() {
     let (url, seen) = start().await;
     let client = connect(&url, HttpClientConfig::default()).await;
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    // The floor (100 ms), doubled after each stream without an event: 100, 200, 400, 800 ms.
-    // Without both, a `retry: 0` server would see hundreds of GETs a second.
+    // The floor (100 ms), doubled after each stream that ended at once without an event: GETs
+    // at 0, 200, 600 ms (then 1.4 s). Without both, a `retry: 0` server would see hundreds of
+    // GETs a second.
     let gets = count(&seen, "GET");
     assert!((2..=6).contains(&gets), "{gets} GETs in one second");
     client.close();

@@ -137,3 +137,18 @@ async fn a_subscription_the_server_does_not_acknowledge_fails() {
     assert!(error.to_string().contains("did not acknowledge"), "{error}");
     client.close();
 }
+
+#[tokio::test]
+async fn the_last_update_before_the_listen_ends_is_not_lost() {
+    // The update and the listen's end arrive together: the update is still handed out.
+    for _ in 0..20 {
+        let client = modern_fake(builder(None), json!(["test://a"]), Duration::ZERO).await;
+        let mut sub = within(client.subscribe("test://a"))
+            .await
+            .expect("subscribe");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(within(sub.next()).await.expect("update").uri, "test://a");
+        assert!(within(sub.next()).await.is_none());
+        client.close();
+    }
+}

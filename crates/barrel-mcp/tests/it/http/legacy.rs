@@ -331,7 +331,29 @@ async fn nested_under_a_prefix_the_endpoint_event_names_the_prefixed_path() {
     use tower::ServiceExt;
     let (server, _) = crate::server::fixture::server();
     let http = barrel_mcp::http::StreamableHttp::new(server, HttpConfig::default());
-    let app = axum::Router::new().nest("/api/v1", http.router());
+    let app = axum::Router::new()
+        .nest("/api/v1", http.router())
+        .nest("/t/{tenant}", http.router());
+    // Under a nest with a parameter, the endpoint names the path actually used.
+    let tenant = http::Request::builder()
+        .method(Method::GET)
+        .uri("/t/acme/sse")
+        .header("host", "localhost")
+        .header("accept", "text/event-stream")
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let response = app.clone().oneshot(tenant).await.expect("infallible");
+    let mut tenant_body = response.into_body();
+    let frame = within(tenant_body.frame())
+        .await
+        .expect("a frame")
+        .expect("data");
+    let first = String::from_utf8(frame.into_data().expect("data").to_vec()).expect("utf-8");
+    assert!(
+        first.starts_with("event: endpoint\ndata: /t/acme/messages?sessionId="),
+        "{first:?}"
+    );
+    drop(tenant_body);
     let open = http::Request::builder()
         .method(Method::GET)
         .uri("/api/v1/sse")
