@@ -314,11 +314,23 @@ fn string_map(text: Option<&str>, what: &str) -> anyhow::Result<BTreeMap<String,
         .collect()
 }
 
-/// Progress on stderr: a bar on a terminal, one line each otherwise.
-fn with_progress(common: &Common, progress: &Progress) -> CallOptions {
-    let options = CallOptions::new().timeout(Duration::from_secs(common.timeout));
-    let progress = progress.clone();
-    options.on_progress(move |update| progress.show(&update))
+/// Runs `call` with options that show its progress on stderr (a bar on a terminal, one line
+/// each otherwise), and ends the bar's line before the result is printed.
+async fn with_progress<T, F>(
+    common: &Common,
+    call: impl FnOnce(CallOptions) -> F,
+) -> anyhow::Result<T>
+where
+    F: std::future::Future<Output = barrel_mcp::Result<T>>,
+{
+    let progress = Progress::to_stderr();
+    let shown = progress.clone();
+    let options = CallOptions::new()
+        .timeout(Duration::from_secs(common.timeout))
+        .on_progress(move |update| shown.show(&update));
+    let result = call(options).await;
+    progress.finish();
+    Ok(result?)
 }
 
 async fn execute(client: &Client, common: &Common, command: ClientCommand) -> anyhow::Result<()> {
@@ -338,12 +350,8 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
         } => {
             let arguments = parse_object(arguments.as_deref(), "the tool arguments")?;
             let params = CallToolParams::new(&tool).with_arguments(arguments);
-            let progress = Progress::to_stderr();
-            let result = client
-                .call_tool_with(params, with_progress(common, &progress))
-                .await;
-            progress.finish();
-            let result = result?;
+            let result =
+                with_progress(common, |options| client.call_tool_with(params, options)).await?;
             if json {
                 print_json(&result)?;
             } else {
@@ -372,12 +380,8 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
         }
         ClientCommand::Read { uri, .. } => {
             let params = ReadResourceParams::new(uri);
-            let progress = Progress::to_stderr();
-            let result = client
-                .read_resource_with(params, with_progress(common, &progress))
-                .await;
-            progress.finish();
-            let result = result?;
+            let result =
+                with_progress(common, |options| client.read_resource_with(params, options)).await?;
             if json {
                 return print_json(&result);
             }
@@ -435,12 +439,8 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 arguments: Some(string_map(arguments.as_deref(), "the prompt arguments")?),
                 ..GetPromptParams::default()
             };
-            let progress = Progress::to_stderr();
-            let result = client
-                .get_prompt_with(params, with_progress(common, &progress))
-                .await;
-            progress.finish();
-            let result = result?;
+            let result =
+                with_progress(common, |options| client.get_prompt_with(params, options)).await?;
             if json {
                 return print_json(&result);
             }

@@ -137,21 +137,29 @@ async fn start() -> (String, Seen) {
 /// Starts the server with `get_body` as the body of every GET stream.
 async fn start_with(get_body: String) -> (String, Seen) {
     let get_body = Arc::new(get_body);
+    serve(move |seen, request| answer(seen, Arc::clone(&get_body), request)).await
+}
+
+/// Serves HTTP/1.1 on a free port with `respond`, which sees what the server saw so far;
+/// returns the endpoint URL and that record.
+async fn serve<F, Fut>(respond: F) -> (String, Seen)
+where
+    F: Fn(Seen, Request<Incoming>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<BoxBody<Bytes, Infallible>>> + Send + 'static,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
     let seen: Seen = Arc::default();
-    let state = Arc::clone(&seen);
+    let (state, respond) = (Arc::clone(&seen), Arc::new(respond));
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let state = Arc::clone(&state);
-            let get_body = Arc::clone(&get_body);
+            let (state, respond) = (Arc::clone(&state), Arc::clone(&respond));
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
-                    let state = Arc::clone(&state);
-                    let get_body = Arc::clone(&get_body);
-                    async move { Ok::<_, Infallible>(answer(state, get_body, request).await) }
+                    let answer = respond(Arc::clone(&state), request);
+                    async move { Ok::<_, Infallible>(answer.await) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
@@ -279,26 +287,7 @@ async fn forgetful(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<B
 
 #[tokio::test]
 async fn a_call_that_gives_up_during_a_reinitialize_does_not_wedge_the_session() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
-    let seen: Seen = Arc::default();
-    let state = Arc::clone(&seen);
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let state = Arc::clone(&state);
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let state = Arc::clone(&state);
-                    async move { Ok::<_, Infallible>(forgetful(state, request).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let (url, seen) = serve(forgetful).await;
     let client = connect(&url, HttpClientConfig::default()).await;
     // The call meets a 404, and gives up while the new handshake is still running.
     let options = CallOptions::new().timeout(Duration::from_millis(150));
