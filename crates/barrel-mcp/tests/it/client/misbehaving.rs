@@ -324,3 +324,75 @@ async fn a_get_stream_that_keeps_replaying_an_oversized_event_is_given_up() {
     within(client.ping()).await.expect("the connection goes on");
     client.close();
 }
+
+/// A 2026-07-28 server whose tool `t` mirrors `region` into `Mcp-Param-Region` in the first
+/// `tools/list` and no longer in the second; notes each call's header as `call <value|->`.
+async fn changing_tool(
+    seen: Seen,
+    request: Request<Incoming>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let method = message["method"].as_str().unwrap_or("");
+    let result = match method {
+        "server/discover" => super::discover_result(json!({ "tools": {} })),
+        "tools/list" => {
+            let listed = count(&seen, "listed");
+            note(&seen, "listed".into());
+            let mut region = json!({ "type": "string" });
+            if listed == 0 {
+                region["x-mcp-header"] = json!("Region");
+            }
+            json!({ "resultType": "complete", "tools": [{ "name": "t", "inputSchema":
+                { "type": "object", "properties": { "region": region } } }] })
+        }
+        "tools/call" => {
+            let header = parts
+                .headers
+                .get("mcp-param-region")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-");
+            note(&seen, format!("call {header}"));
+            json!({ "resultType": "complete", "content": [] })
+        }
+        _ => json!({ "resultType": "complete" }),
+    };
+    full(
+        StatusCode::OK,
+        "application/json",
+        json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string(),
+    )
+}
+
+#[tokio::test]
+async fn a_tool_that_drops_its_header_argument_is_called_without_it() {
+    let (url, seen) = serve(changing_tool).await;
+    let transport = HttpClientTransport::new(&url).expect("url");
+    let client = within(builder(Some(ProtocolVersion::V2026_07_28)).connect_http(transport))
+        .await
+        .expect("connect");
+    let call = || {
+        let mut arguments = barrel_mcp::types::JsonObject::new();
+        arguments.insert("region".into(), json!("eu"));
+        client.call_tool(CallToolParams::new("t").with_arguments(arguments))
+    };
+    within(client.list_tools(None)).await.expect("first list");
+    within(call()).await.expect("call");
+    within(client.list_tools(None)).await.expect("second list");
+    within(call()).await.expect("call");
+    let calls: Vec<String> = seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|(_, what)| what.starts_with("call "))
+        .map(|(_, what)| what.clone())
+        .collect();
+    assert_eq!(calls, ["call eu", "call -"]);
+    client.close();
+}
