@@ -55,6 +55,11 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// The most live sessions; one more `initialize` gets 503 with `Retry-After`. Default 1024.
     pub max_sessions: usize,
+    /// The most live sessions one principal (as [`principal`](Self::principal) names it) may
+    /// hold; one more `initialize` from it gets 429 with `Retry-After`, and the others keep
+    /// their share of [`max_sessions`](Self::max_sessions). Without a principal resolver it
+    /// does not apply. Default 64.
+    pub max_sessions_per_principal: usize,
     /// A session nobody used for this long is closed; later requests get 404. A client reading
     /// one of its streams, or waiting for a JSON answer, keeps it alive; a request still running
     /// with nobody waiting for it does not (closing the session stops it). Default 30 min.
@@ -116,6 +121,7 @@ impl Default for HttpConfig {
             http2: Http2Config::default(),
             max_connections: 4096,
             max_sessions: 1024,
+            max_sessions_per_principal: 64,
             session_idle_timeout: Duration::from_secs(30 * 60),
             init_timeout: Duration::from_secs(60),
             session_inbound_queue: 64,

@@ -204,6 +204,17 @@ pub(crate) fn refused(error: &CreateError) -> Response {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             response
         }
+        CreateError::PrincipalFull => {
+            let mut response = reply::error(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                reply::rpc_error(-32603, "too many sessions for this principal"),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
+        }
         CreateError::NoRandomness => reply::error(
             StatusCode::INTERNAL_SERVER_ERROR,
             None,

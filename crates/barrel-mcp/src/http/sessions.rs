@@ -19,6 +19,8 @@ use crate::server::Server;
 pub(crate) enum CreateError {
     /// [`HttpConfig::max_sessions`] are live.
     Full,
+    /// The principal has [`HttpConfig::max_sessions_per_principal`] live sessions.
+    PrincipalFull,
     /// The OS random source failed; no id is minted without it.
     NoRandomness,
     /// The server is shutting down.
@@ -81,6 +83,16 @@ impl Sessions {
             let mut map = self.map();
             if map.len() >= config.max_sessions {
                 return Err(CreateError::Full);
+            }
+            // One principal cannot take every slot from the others.
+            if let Some(principal) = &session.principal
+                && map
+                    .values()
+                    .filter(|other| other.principal.as_ref() == Some(principal))
+                    .count()
+                    >= config.max_sessions_per_principal
+            {
+                return Err(CreateError::PrincipalFull);
             }
             map.insert(id, Arc::clone(&session));
         }

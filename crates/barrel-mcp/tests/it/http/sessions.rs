@@ -274,3 +274,41 @@ async fn a_running_request_nobody_waits_for_does_not_keep_its_session() {
     let ping = json!({"jsonrpc":"2.0","id":3,"method":"ping"});
     assert_eq!(client.post(&ping).await.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn one_principal_cannot_take_every_session() {
+    let config = HttpConfig {
+        principal: Some(PrincipalResolver::new(|parts| {
+            parts
+                .headers
+                .get("x-user")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })),
+        max_sessions: 4,
+        max_sessions_per_principal: 2,
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let client = server.client();
+    let open = |user: &'static str| {
+        let client = client.clone();
+        async move {
+            let response = client.post_with(&initialize(1), &[("x-user", user)]).await;
+            (
+                response.status(),
+                response.headers().get("retry-after").cloned(),
+            )
+        }
+    };
+    assert_eq!(open("mallory").await.0, StatusCode::OK);
+    assert_eq!(open("mallory").await.0, StatusCode::OK);
+    let (status, retry) = open("mallory").await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(retry.is_some());
+    // Others still get theirs; anonymous clients (no principal) are not capped per principal.
+    assert_eq!(open("alice").await.0, StatusCode::OK);
+    let anonymous = client.post(&initialize(1)).await;
+    assert_eq!(anonymous.status(), StatusCode::OK);
+    assert_eq!(server.http.session_count(), 4);
+}
