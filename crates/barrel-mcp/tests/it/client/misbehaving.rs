@@ -55,6 +55,17 @@ impl Drop for Stalled {
     }
 }
 
+/// A request's head and its body as JSON (`null` when it is not JSON).
+async fn read(request: Request<Incoming>) -> (http::request::Parts, Value) {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    (parts, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
 fn note(seen: &Seen, what: String) {
     seen.lock().expect("lock").push((Instant::now(), what));
 }
@@ -77,13 +88,7 @@ async fn answer(
     get_body: Arc<String>,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    let (parts, body) = request.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (parts, message) = read(request).await;
     if parts.method == Method::GET {
         note(&seen, "GET".into());
         return full(StatusCode::OK, "text/event-stream", get_body.to_string());
@@ -228,13 +233,7 @@ async fn a_call_that_times_out_lets_go_of_its_stream_and_the_server_is_told() {
 /// A server that forgets session `s1` at the first `tools/call` and takes 400 ms to answer
 /// the `initialize` that replaces it (session `s2`); no id is 400, as the spec says.
 async fn forgetful(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
-    let (parts, body) = request.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (parts, message) = read(request).await;
     let session = parts
         .headers
         .get("mcp-session-id")
@@ -331,13 +330,7 @@ async fn changing_tool(
     seen: Seen,
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    let (parts, body) = request.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (parts, message) = read(request).await;
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     let method = message["method"].as_str().unwrap_or("");
     let result = match method {
