@@ -22,24 +22,7 @@ use super::{State, guard, sessionful, stateless};
 
 /// Answers one request to the endpoint.
 pub(crate) async fn handle(state: Arc<State>, request: http::Request<Body>) -> Response {
-    let (parts, body) = request.into_parts();
-    let admitted = match guard::check(&state.config, &parts) {
-        Ok(admitted) => admitted,
-        Err(response) => return response,
-    };
-    let mut response = if parts.method == Method::OPTIONS {
-        guard::preflight(&admitted, &parts)
-    } else if state.shutdown.is_cancelled() {
-        reply::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            ErrorObject::internal("the server is shutting down"),
-        )
-    } else {
-        route(&state, parts, body).await
-    };
-    guard::cors(&admitted, response.headers_mut());
-    response
+    guard::front_door(&state, request, |parts, body| route(&state, parts, body)).await
 }
 
 async fn route(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Response {

@@ -1,14 +1,53 @@
 //! The first rung of every request: `Host` and `Origin` checks (DNS rebinding), and CORS.
+//! [`front_door`] climbs it for every path the router serves.
 //!
 //! Nothing is allocated for a request before [`check`] passes. Matching is exact after
 //! lowercasing: a host is a `(name, port)` pair and an origin a `scheme://name[:port]` string, so
 //! `localhost.evil.com`, `localhost:80@evil.com` or `127.0.0.1.evil.com` never pass as loopback.
 
-use http::StatusCode;
-use http::header::{self, HeaderMap, HeaderValue};
+use std::future::Future;
 
+use axum::body::Body;
+use axum::response::Response;
+use barrel_mcp_types::ErrorObject;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
+
+use super::State;
 use super::config::HttpConfig;
 use super::reply;
+
+/// Serves `request` with `route` behind the checks every path shares: `Host` and `Origin`
+/// ([`check`]), CORS preflight for OPTIONS, 503 while shutting down, and the CORS headers of the
+/// validated origin on whatever `route` answers.
+pub(crate) async fn front_door<F, Fut>(
+    state: &State,
+    request: http::Request<Body>,
+    route: F,
+) -> Response
+where
+    F: FnOnce(http::request::Parts, Body) -> Fut,
+    Fut: Future<Output = Response>,
+{
+    let (parts, body) = request.into_parts();
+    let admitted = match check(&state.config, &parts) {
+        Ok(admitted) => admitted,
+        Err(response) => return response,
+    };
+    let mut response = if parts.method == Method::OPTIONS {
+        preflight(&admitted, &parts)
+    } else if state.shutdown.is_cancelled() {
+        reply::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            ErrorObject::internal("the server is shutting down"),
+        )
+    } else {
+        route(parts, body).await
+    };
+    cors(&admitted, response.headers_mut());
+    response
+}
 
 /// Loopback host names accepted when [`HttpConfig::allow_loopback`] is on.
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::Response;
-use barrel_mcp_types::{ErrorObject, Message};
+use barrel_mcp_types::Message;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
@@ -46,29 +46,16 @@ pub(crate) async fn handle(
     path: Path,
     request: http::Request<Body>,
 ) -> Response {
-    let (parts, body) = request.into_parts();
-    let admitted = match guard::check(&state.config, &parts) {
-        Ok(admitted) => admitted,
-        Err(response) => return response,
-    };
-    let mut response = if parts.method == Method::OPTIONS {
-        guard::preflight(&admitted, &parts)
-    } else if state.shutdown.is_cancelled() {
-        reply::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            ErrorObject::internal("the server is shutting down"),
-        )
-    } else {
+    let routed = Arc::clone(&state);
+    guard::front_door(&state, request, |parts, body| async move {
         match (path, &parts.method) {
-            (Path::Sse, &Method::GET) => open(&state, &parts),
-            (Path::Messages, &Method::POST) => post(&state, &parts, body).await,
+            (Path::Sse, &Method::GET) => open(&routed, &parts),
+            (Path::Messages, &Method::POST) => post(&routed, &parts, body).await,
             (Path::Sse, _) => reply::method_not_allowed("GET, OPTIONS"),
             (Path::Messages, _) => reply::method_not_allowed("POST, OPTIONS"),
         }
-    };
-    guard::cors(&admitted, response.headers_mut());
-    response
+    })
+    .await
 }
 
 /// GET: a new session and its stream, starting with the `endpoint` event.

@@ -67,7 +67,9 @@ fn request_id(body: &Value) -> Option<barrel_mcp_types::RequestId> {
 
 /// The header and envelope checks, in the order of the spec's ingress rules.
 fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
-    let meta = meta(body).expect("checked by claims_version");
+    let Some(meta) = meta(body) else {
+        return Err(invalid_meta(PROTOCOL_VERSION_KEY, "must be a string"));
+    };
     let method = body.get("method").and_then(Value::as_str).unwrap_or("");
     let is_request = body.get("id").is_some();
     let Some(claim) = meta.get(PROTOCOL_VERSION_KEY).and_then(Value::as_str) else {
