@@ -38,6 +38,7 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | [`auth`] | who is calling and what they may do: [`auth::AuthInfo`], authenticators (feature `auth`) |
 //! | [`client`] | the client: typed calls in every revision, a handler for what servers ask, federation |
 //! | [`server`] | the registry, handlers and [`server::Ctx`], served in both protocol eras |
 //! | [`peer`] | the JSON-RPC engine every role runs on |
@@ -56,6 +57,7 @@
 //! | `tls` | `http::serve_tls`: rustls (ring), HTTP/1.1 and HTTP/2 on one port (implies `http-server`) |
 //! | `http-client` | `transport::http_client`: Streamable HTTP and legacy HTTP+SSE clients, `http://` |
 //! | `http-client-tls` | `https://` for both HTTP clients, with Mozilla's roots (implies `http-client`) |
+//! | `auth` | `auth::server`: authenticators, scopes, protected-resource metadata for the HTTP server (implies `http-server`, `http-client-tls`) |
 //!
 //! # Cancel safety
 //!
@@ -63,6 +65,7 @@
 //! dropping a request sends `notifications/cancelled` for it; dropping `serve` stops the
 //! connection and cancels its in-flight handlers.
 
+pub mod auth;
 pub mod client;
 pub mod error;
 #[cfg(feature = "http-server")]
