@@ -180,7 +180,10 @@ mod tests {
         let split = AuthInfo::new("y").with_issuer("i").with_client_id("x");
         assert_ne!(a.principal(), b.principal());
         assert_ne!(quoted.principal(), split.principal());
-        assert_eq!(a.principal(), a.clone().principal());
+        assert_eq!(
+            a.principal(),
+            AuthInfo::new("b").with_issuer("a").principal()
+        );
     }
 
     #[test]

@@ -44,6 +44,8 @@
 // add an allocation on the refusal path.
 #![allow(clippy::result_large_err)]
 
+#[cfg(feature = "auth")]
+mod auth;
 mod config;
 mod endpoint;
 mod guard;
@@ -127,6 +129,7 @@ impl StreamableHttp {
                 endpoint::handle(Arc::clone(&state), request)
             }),
         );
+        let router = router.merge(self.metadata_router());
         if !self.state.config.legacy_sse {
             return router;
         }
@@ -144,6 +147,40 @@ impl StreamableHttp {
                     legacy::handle(Arc::clone(&messages), legacy::Path::Messages, request)
                 }),
             )
+    }
+
+    /// The RFC 9728 protected-resource metadata routes, when [`HttpConfig::auth`] names a
+    /// resource (feature `auth`; empty otherwise): the path-suffixed well-known URL
+    /// (`/.well-known/oauth-protected-resource/mcp`) and the root one. [`router`](Self::router)
+    /// includes them; an application that nests the router under a prefix must merge these at
+    /// its root as well, where clients look for them.
+    pub fn metadata_router(&self) -> axum::Router {
+        #[cfg(feature = "auth")]
+        if let Some(resource) = self
+            .state
+            .config
+            .auth
+            .as_ref()
+            .and_then(crate::auth::server::AuthConfig::protected_resource)
+        {
+            let mut router = axum::Router::new();
+            let root = crate::auth::server::WELL_KNOWN.to_owned();
+            let mut paths = vec![resource.metadata_path()];
+            if paths[0] != root {
+                paths.push(root);
+            }
+            for path in paths {
+                let state = Arc::clone(&self.state);
+                router = router.route(
+                    &path,
+                    axum::routing::any(move |request: axum::extract::Request| async move {
+                        auth::metadata(&state, request)
+                    }),
+                );
+            }
+            return router;
+        }
+        axum::Router::new()
     }
 
     /// How many sessions are live.

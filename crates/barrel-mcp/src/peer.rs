@@ -121,6 +121,9 @@ pub struct RequestContext {
     pub cancel: CancellationToken,
     /// The connection, to send notifications and requests of its own.
     pub peer: Peer,
+    /// Who sent the request, when the transport knows
+    /// ([`MessageReader::caller`](crate::transport::MessageReader::caller)).
+    pub caller: Option<Arc<crate::transport::Caller>>,
 }
 
 /// How to send one outbound request; `Default` uses the connection's settings.

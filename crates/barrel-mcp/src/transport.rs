@@ -17,18 +17,21 @@
 //! new type.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use barrel_mcp_types::jsonrpc::DecodeError;
 use barrel_mcp_types::{Message, RequestId};
 
 use crate::Error;
 
+mod caller;
 pub mod child;
 #[cfg(feature = "http-client")]
 pub mod http_client;
 pub mod memory;
 pub mod stdio;
 
+pub use caller::Caller;
 pub use memory::{MemoryReader, MemoryTransport, MemoryWriter, memory, memory_with_capacity};
 pub use stdio::{StdioReader, StdioTransport, StdioWriter};
 
@@ -70,6 +73,12 @@ pub trait MessageReader: Send + 'static {
     /// be decoded (the connection goes on), and `Err(_)` when the transport itself failed (the
     /// connection ends).
     fn recv(&mut self) -> impl Future<Output = Result<Option<Frame>, Error>> + Send;
+
+    /// Who sent the frame [`recv`](Self::recv) returned last, when the transport knows (an
+    /// authenticated HTTP request). The peer asks right after each `recv`. Default: nobody.
+    fn caller(&self) -> Option<Arc<Caller>> {
+        None
+    }
 }
 
 /// The sending half of a transport.

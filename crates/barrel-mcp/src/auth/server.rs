@@ -16,7 +16,7 @@ mod resource;
 mod scopes;
 
 pub use config::AuthConfig;
-pub use resource::ProtectedResource;
+pub use resource::{ProtectedResource, WELL_KNOWN};
 pub use scopes::ScopePolicy;
 
 /// Turns a request head into the caller it authenticates.

@@ -100,8 +100,14 @@ pub struct HttpConfig {
     /// How long a graceful shutdown waits for requests and streams to finish. Default 10 s.
     pub shutdown_timeout: Duration,
     /// Binds each session to the principal that created it (see [`PrincipalResolver`]).
-    /// Default none: sessions are not bound.
+    /// Default none: sessions are bound to the authenticated caller when
+    /// [`auth`](Self::auth) is set, and not bound otherwise.
     pub principal: Option<PrincipalResolver>,
+    /// Authentication and authorization in front of every path (feature `auth`): who may call,
+    /// which scopes each operation needs, and the RFC 9728 metadata. Default none: every
+    /// request is served (keep such a server on loopback, or put your own layer in front).
+    #[cfg(feature = "auth")]
+    pub auth: Option<crate::auth::server::AuthConfig>,
 }
 
 impl Default for HttpConfig {
@@ -136,6 +142,8 @@ impl Default for HttpConfig {
             json_response: false,
             shutdown_timeout: Duration::from_secs(10),
             principal: None,
+            #[cfg(feature = "auth")]
+            auth: None,
         }
     }
 }
@@ -192,6 +200,21 @@ impl HttpConfig {
              the server through DNS rebinding; set allowed_hosts (e.g. `--allow-host \
              mcp.example.com`), or bind 127.0.0.1"
         ))
+    }
+}
+
+impl HttpConfig {
+    /// The principal a request's session belongs to: the resolver's answer when one is set,
+    /// else the authenticated caller's ([`AuthInfo::principal`](crate::auth::AuthInfo::principal)),
+    /// else none (anonymous).
+    pub(crate) fn principal_of(&self, parts: &http::request::Parts) -> Option<String> {
+        match &self.principal {
+            Some(resolver) => resolver.resolve(parts),
+            None => parts
+                .extensions
+                .get::<Arc<crate::auth::AuthInfo>>()
+                .map(|info| info.principal()),
+        }
     }
 }
 

@@ -1,11 +1,13 @@
 //! The MCP endpoint: every request starts here and climbs the same ladder.
 //!
-//! 1. `Host` and `Origin` ([`guard`]): 400/403, before anything is read or allocated.
+//! 1. `Host` and `Origin` ([`guard`]): 400/403, before anything is read or allocated; with
+//!    [`HttpConfig::auth`](super::HttpConfig::auth) set, authentication (401/400/503) too.
 //! 2. The method: OPTIONS is a CORS preflight; GET and DELETE belong to sessions (405 when the
 //!    request speaks 2026-07-28 or carries no session); anything but POST is 405.
 //! 3. POST: `Content-Type` (415), `Accept` (406), the body under its size and time limits
 //!    (413, 408), JSON (400 / -32700), no batches (400 / -32600).
-//! 4. The era: a body claiming a revision in `params._meta` is 2026-07-28 (stateless); a
+//! 4. With auth on, the operation's scopes (403 / 401), before anything is answered.
+//! 5. The era: a body claiming a revision in `params._meta` is 2026-07-28 (stateless); a
 //!    `MCP-Protocol-Version` header naming 2026-07-28 without that claim is refused; everything
 //!    else belongs to a session.
 
@@ -19,6 +21,7 @@ use serde_json::Value;
 
 use super::reply::{self, Accepts};
 use super::{State, guard, sessionful, stateless};
+use crate::transport::Caller;
 
 /// Answers one request to the endpoint.
 pub(crate) async fn handle(state: Arc<State>, request: http::Request<Body>) -> Response {
@@ -84,8 +87,17 @@ async fn post(
         Ok(value) => value,
         Err(response) => return response,
     };
+    #[cfg(feature = "auth")]
+    if let Some(auth) = &state.config.auth
+        && let Err(response) = super::auth::authorize(auth, &parts, &value)
+    {
+        return response;
+    }
+    // Who sent the body travels with it to the handler (`Ctx::auth`, `Ctx::http_request`).
+    let head = Arc::new(parts);
+    let caller = Some(Arc::new(Caller::http(Arc::clone(&head))));
     if stateless::claims_version(&value) {
-        return stateless::post(state, &parts.headers, accepts, value).await;
+        return stateless::post(state, &head.headers, caller, accepts, value).await;
     }
     if stateless_header {
         let is_initialize = value.get("method").and_then(Value::as_str) == Some("initialize");
@@ -104,5 +116,5 @@ async fn post(
             .and_then(barrel_mcp_types::RequestId::from_value);
         return reply::error(StatusCode::BAD_REQUEST, id, error);
     }
-    sessionful::post(state, &parts, accepts, value).await
+    sessionful::post(state, &head, caller, accepts, value).await
 }

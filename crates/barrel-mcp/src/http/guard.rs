@@ -18,8 +18,9 @@ use super::config::HttpConfig;
 use super::reply;
 
 /// Serves `request` with `route` behind the checks every path shares: `Host` and `Origin`
-/// ([`check`]), CORS preflight for OPTIONS, 503 while shutting down, and the CORS headers of the
-/// validated origin on whatever `route` answers.
+/// ([`check`]), CORS preflight for OPTIONS, 503 while shutting down, authentication when
+/// [`HttpConfig::auth`] is set (before the body is read), and the CORS headers of the validated
+/// origin on whatever `route` answers.
 pub(crate) async fn front_door<F, Fut>(
     state: &State,
     request: http::Request<Body>,
@@ -29,13 +30,14 @@ where
     F: FnOnce(http::request::Parts, Body) -> Fut,
     Fut: Future<Output = Response>,
 {
-    let (parts, body) = request.into_parts();
+    #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
+    let (mut parts, body) = request.into_parts();
     let admitted = match check(&state.config, &parts) {
         Ok(admitted) => admitted,
         Err(response) => return response,
     };
     let mut response = if parts.method == Method::OPTIONS {
-        preflight(&admitted, &parts)
+        preflight(&admitted, &parts, &state.config)
     } else if state.shutdown.is_cancelled() {
         reply::error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -43,6 +45,13 @@ where
             ErrorObject::internal("the server is shutting down"),
         )
     } else {
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &state.config.auth
+            && let Err(mut refused) = super::auth::authenticate(auth, &mut parts).await
+        {
+            cors(&admitted, refused.headers_mut());
+            return refused;
+        }
         route(parts, body).await
     };
     cors(&admitted, response.headers_mut());
@@ -57,7 +66,7 @@ const ALLOWED_HEADERS: &str = "content-type, accept, authorization, mcp-session-
      mcp-protocol-version, last-event-id, mcp-method, mcp-name";
 
 /// What a browser script may read from our responses.
-const EXPOSED_HEADERS: &str = "mcp-session-id, mcp-protocol-version";
+const EXPOSED_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
 
 /// A request that passed [`check`]: the validated `Origin`, if it carried one.
 #[derive(Debug, Clone)]
@@ -71,6 +80,25 @@ pub(crate) fn check(
     config: &HttpConfig,
     parts: &http::request::Parts,
 ) -> Result<Admitted, axum::response::Response> {
+    check_host(config, parts)?;
+    let origin = single(&parts.headers, header::ORIGIN)?;
+    if let Some(origin) = &origin {
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|text| origin_allowed(config, &text.to_ascii_lowercase()));
+        if !allowed {
+            return Err(refuse(StatusCode::FORBIDDEN, "Origin not allowed"));
+        }
+    }
+    Ok(Admitted { origin })
+}
+
+/// Checks `Host` (or the HTTP/2 authority) alone: what a public document (the
+/// protected-resource metadata) still needs against DNS rebinding.
+pub(crate) fn check_host(
+    config: &HttpConfig,
+    parts: &http::request::Parts,
+) -> Result<(), axum::response::Response> {
     let host_header = single(&parts.headers, header::HOST)?;
     let authority = parts.uri.authority().map(|a| a.as_str());
     let host = match (&host_header, authority) {
@@ -89,16 +117,7 @@ pub(crate) fn check(
     if !host_allowed(config, &name, port) {
         return Err(refuse(StatusCode::FORBIDDEN, "Host not allowed"));
     }
-    let origin = single(&parts.headers, header::ORIGIN)?;
-    if let Some(origin) = &origin {
-        let allowed = origin
-            .to_str()
-            .is_ok_and(|text| origin_allowed(config, &text.to_ascii_lowercase()));
-        if !allowed {
-            return Err(refuse(StatusCode::FORBIDDEN, "Origin not allowed"));
-        }
-    }
-    Ok(Admitted { origin })
+    Ok(())
 }
 
 /// The one value of a header that must not repeat.
@@ -210,6 +229,7 @@ pub(crate) fn cors(admitted: &Admitted, headers: &mut HeaderMap) {
 pub(crate) fn preflight(
     admitted: &Admitted,
     parts: &http::request::Parts,
+    config: &HttpConfig,
 ) -> axum::response::Response {
     let mut response = axum::response::Response::new(axum::body::Body::empty());
     *response.status_mut() = StatusCode::NO_CONTENT;
@@ -228,6 +248,16 @@ pub(crate) fn preflight(
         HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
     );
     let mut allowed = ALLOWED_HEADERS.to_owned();
+    // The headers the authenticator reads (an API key's), so browsers may send them.
+    #[cfg(feature = "auth")]
+    if let Some(auth) = &config.auth {
+        for name in auth.authenticator().headers() {
+            allowed.push_str(", ");
+            allowed.push_str(name.as_str());
+        }
+    }
+    #[cfg(not(feature = "auth"))]
+    let _ = config;
     // `Mcp-Param-*` names are open-ended: echo the requested ones that are plain tokens.
     if let Some(requested) = parts
         .headers

@@ -32,6 +32,7 @@ use http::{Method, StatusCode};
 use super::reply::{self, Accepts};
 use super::session::HttpSession;
 use super::{State, guard, sessionful, sse};
+use crate::transport::Caller;
 
 /// Which of the two legacy paths a request came to.
 #[derive(Debug, Clone, Copy)]
@@ -50,7 +51,7 @@ pub(crate) async fn handle(
     guard::front_door(&state, request, |parts, body| async move {
         match (path, &parts.method) {
             (Path::Sse, &Method::GET) => open(&routed, &parts),
-            (Path::Messages, &Method::POST) => post(&routed, &parts, body).await,
+            (Path::Messages, &Method::POST) => post(&routed, parts, body).await,
             (Path::Sse, _) => reply::method_not_allowed("GET, OPTIONS"),
             (Path::Messages, _) => reply::method_not_allowed("POST, OPTIONS"),
         }
@@ -68,7 +69,7 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
         );
     }
     let config = &state.config;
-    let principal = config.principal.as_ref().and_then(|p| p.resolve(parts));
+    let principal = config.principal_of(parts);
     let session = match state
         .sessions
         .create(&state.server, config, principal, true)
@@ -112,11 +113,11 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
 }
 
 /// POST: one message for the session named by `sessionId`.
-async fn post(state: &Arc<State>, parts: &http::request::Parts, body: Body) -> Response {
+async fn post(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Response {
     if let Err(response) = reply::check_content_type(&parts.headers) {
         return response;
     }
-    let session = match lookup(state, parts) {
+    let session = match lookup(state, &parts) {
         Ok(session) => session,
         Err(response) => return response,
     };
@@ -131,12 +132,19 @@ async fn post(state: &Arc<State>, parts: &http::request::Parts, body: Body) -> R
         Ok(value) => value,
         Err(response) => return response,
     };
+    #[cfg(feature = "auth")]
+    if let Some(auth) = &state.config.auth
+        && let Err(response) = super::auth::authorize(auth, &parts, &value)
+    {
+        return response;
+    }
     let message: Message = match barrel_mcp_types::jsonrpc::decode_value(value) {
         Ok(message) => message,
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };
     session.touch();
-    match session.deliver(message).await {
+    let caller = Arc::new(Caller::http(Arc::new(parts)));
+    match session.deliver(message, Some(caller)).await {
         Ok(()) => reply::empty(StatusCode::ACCEPTED),
         Err(_) => not_found(),
     }
@@ -163,9 +171,7 @@ fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSe
         .get(id)
         .filter(|session| session.legacy)
         .ok_or_else(not_found)?;
-    if let Some(resolver) = &state.config.principal
-        && resolver.resolve(parts) != session.principal
-    {
+    if state.config.principal_of(parts) != session.principal {
         return Err(not_found());
     }
     Ok(session)

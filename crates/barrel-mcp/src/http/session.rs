@@ -19,7 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::sse::{self, Attached, EventStream, Limits};
 use crate::Error;
-use crate::transport::{Frame, MessageReader, MessageWriter, Outgoing};
+use crate::transport::{Caller, Frame, MessageReader, MessageWriter, Outgoing};
+
+/// One message POSTed to a session, with who sent it.
+pub(crate) type Inbound = (Frame, Option<Arc<Caller>>);
 
 /// The GET stream's number.
 pub(crate) const GET_STREAM: u64 = 0;
@@ -31,7 +34,7 @@ pub(crate) struct HttpSession {
     pub(crate) principal: Option<String>,
     /// A 2024-11-05 HTTP+SSE session: every message goes to its one stream (the GET stream).
     pub(crate) legacy: bool,
-    inbound: Mutex<Option<mpsc::Sender<Frame>>>,
+    inbound: Mutex<Option<mpsc::Sender<Inbound>>>,
     routing: Mutex<Routing>,
     limits: Limits,
     retained_streams: usize,
@@ -79,7 +82,7 @@ impl HttpSession {
         legacy: bool,
         limits: Limits,
         retained_streams: usize,
-        inbound: mpsc::Sender<Frame>,
+        inbound: mpsc::Sender<Inbound>,
     ) -> Self {
         Self {
             id,
@@ -140,8 +143,14 @@ impl HttpSession {
         self.routing().init_request = Some(id);
     }
 
-    /// Hands a request to the session; its answer comes through the returned [`Reply`].
-    pub(crate) async fn request(&self, request: Request, stream: bool) -> Result<Reply, Refused> {
+    /// Hands a request from `caller` to the session; its answer comes through the returned
+    /// [`Reply`].
+    pub(crate) async fn request(
+        &self,
+        request: Request,
+        caller: Option<Arc<Caller>>,
+        stream: bool,
+    ) -> Result<Reply, Refused> {
         let id = request.id.clone();
         let reply = {
             let mut routing = self.routing();
@@ -165,15 +174,20 @@ impl HttpSession {
                 Reply::Json(rx)
             }
         };
-        if self.feed(Message::Request(request)).await.is_err() {
+        if self.feed(Message::Request(request), caller).await.is_err() {
             self.routing().by_request.remove(&id);
             return Err(Refused::Ended);
         }
         Ok(reply)
     }
 
-    /// Hands a notification or a response to the session.
-    pub(crate) async fn deliver(&self, message: Message) -> Result<(), Refused> {
+    /// Hands a notification or a response from `caller` to the session (on the legacy
+    /// transport, a request too: its answer rides the session's one stream).
+    pub(crate) async fn deliver(
+        &self,
+        message: Message,
+        caller: Option<Arc<Caller>>,
+    ) -> Result<(), Refused> {
         if let Message::Notification(notification) = &message {
             match notification.method.as_str() {
                 "notifications/initialized" => self.initialized.store(true, Ordering::Release),
@@ -191,17 +205,20 @@ impl HttpSession {
                 _ => {}
             }
         }
-        self.feed(message).await
+        self.feed(message, caller).await
     }
 
-    async fn feed(&self, message: Message) -> Result<(), Refused> {
+    async fn feed(&self, message: Message, caller: Option<Arc<Caller>>) -> Result<(), Refused> {
         let inbound = self
             .inbound
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let inbound = inbound.ok_or(Refused::Ended)?;
-        inbound.send(Ok(message)).await.map_err(|_| Refused::Ended)
+        inbound
+            .send((Ok(message), caller))
+            .await
+            .map_err(|_| Refused::Ended)
     }
 
     /// Forgets a request: its stream (or JSON reply) ends without a response.
@@ -360,15 +377,24 @@ fn forget_old_streams(routing: &mut Routing, retained: usize) {
     }
 }
 
-/// The reading half of a session's transport: messages POSTed to it.
+/// The reading half of a session's transport: messages POSTed to it, each with its caller.
 #[derive(Debug)]
 pub(crate) struct SessionReader {
-    pub(crate) inbound: mpsc::Receiver<Frame>,
+    pub(crate) inbound: mpsc::Receiver<Inbound>,
+    /// Who sent the frame returned last.
+    pub(crate) caller: Option<Arc<Caller>>,
 }
 
 impl MessageReader for SessionReader {
     async fn recv(&mut self) -> Result<Option<Frame>, Error> {
-        Ok(self.inbound.recv().await)
+        Ok(self.inbound.recv().await.map(|(frame, caller)| {
+            self.caller = caller;
+            frame
+        }))
+    }
+
+    fn caller(&self) -> Option<Arc<Caller>> {
+        self.caller.clone()
     }
 }
 

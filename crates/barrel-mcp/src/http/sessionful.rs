@@ -23,11 +23,13 @@ use super::session::{HttpSession, Refused, Reply};
 use super::sessions::CreateError;
 use super::sse;
 use super::{State, guard};
+use crate::transport::Caller;
 
 /// POST of a message that belongs to a session (or `initialize`, which opens one).
 pub(crate) async fn post(
     state: &Arc<State>,
     parts: &http::request::Parts,
+    caller: Option<Arc<Caller>>,
     accepts: Accepts,
     body: Value,
 ) -> Response {
@@ -68,7 +70,7 @@ pub(crate) async fn post(
         Message::Request(request) => {
             let id = request.id.clone();
             let stream = accepts.sse && !(state.config.json_response && accepts.json);
-            match session.request(request, stream).await {
+            match session.request(request, caller, stream).await {
                 Ok(Reply::Stream(mut attached)) => {
                     sse::gather_first(&mut attached, state.config.sse_first_event_wait).await;
                     reply::event_stream(sse::body(
@@ -94,7 +96,7 @@ pub(crate) async fn post(
                 Err(Refused::Ended) => not_found(),
             }
         }
-        other => match session.deliver(other).await {
+        other => match session.deliver(other, caller).await {
             Ok(()) => reply::empty(StatusCode::ACCEPTED),
             Err(_) => not_found(),
         },
@@ -178,11 +180,7 @@ pub(crate) fn delete(state: &Arc<State>, parts: &http::request::Parts) -> Respon
 
 /// Creates a session for an `initialize`.
 fn open(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
-    let principal = state
-        .config
-        .principal
-        .as_ref()
-        .and_then(|p| p.resolve(parts));
+    let principal = state.config.principal_of(parts);
     state
         .sessions
         .create(&state.server, &state.config, principal, false)
@@ -237,9 +235,7 @@ fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSe
         // A legacy (HTTP+SSE) session is reachable only through its own endpoint.
         .filter(|session| !session.legacy)
         .ok_or_else(not_found)?;
-    if let Some(resolver) = &state.config.principal
-        && resolver.resolve(parts) != session.principal
-    {
+    if state.config.principal_of(parts) != session.principal {
         return Err(not_found());
     }
     Ok(session)

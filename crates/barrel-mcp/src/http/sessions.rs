@@ -97,7 +97,10 @@ impl Sessions {
             map.insert(id, Arc::clone(&session));
         }
         let transport = (
-            SessionReader { inbound: rx },
+            SessionReader {
+                inbound: rx,
+                caller: None,
+            },
             SessionWriter {
                 session: Arc::clone(&session),
             },

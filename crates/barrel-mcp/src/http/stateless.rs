@@ -28,7 +28,7 @@ use super::reply::{self, Accepts};
 use super::sse;
 use crate::Error;
 use crate::server::{Ctx, Server};
-use crate::transport::{Frame, MessageReader, MessageWriter, Outgoing};
+use crate::transport::{Caller, Frame, MessageReader, MessageWriter, Outgoing};
 
 /// True when the body claims a revision in `params._meta` (the 2026-07-28 envelope).
 pub(crate) fn claims_version(body: &Value) -> bool {
@@ -43,6 +43,7 @@ fn meta(body: &Value) -> Option<&serde_json::Map<String, Value>> {
 pub(crate) async fn post(
     state: &Arc<State>,
     headers: &HeaderMap,
+    caller: Option<Arc<Caller>>,
     accepts: Accepts,
     body: Value,
 ) -> Response {
@@ -57,7 +58,7 @@ pub(crate) async fn post(
         Ok(_) => return reply::empty(StatusCode::ACCEPTED),
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };
-    serve(state, accepts, request).await
+    serve(state, accepts, request, caller).await
 }
 
 fn request_id(body: &Value) -> Option<barrel_mcp_types::RequestId> {
@@ -230,12 +231,18 @@ fn invalid_meta(key: &str, problem: &str) -> ErrorObject {
 }
 
 /// Runs the request on a connection of its own and answers it.
-async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Response {
+async fn serve(
+    state: &Arc<State>,
+    accepts: Accepts,
+    request: Request,
+    caller: Option<Arc<Caller>>,
+) -> Response {
     let (tx, mut rx) = mpsc::channel(state.config.stream_queue.max(1));
     let answered = CancellationToken::new();
     let id = request.id.clone();
     let reader = OnceReader {
         request: Some(request),
+        caller,
         answered: answered.clone(),
         shutdown: state.shutdown.clone(),
     };
@@ -288,6 +295,7 @@ async fn serve(state: &Arc<State>, accepts: Accepts, request: Request) -> Respon
 /// Yields the one request, then ends once it is answered or the server shuts down.
 struct OnceReader {
     request: Option<Request>,
+    caller: Option<Arc<Caller>>,
     answered: CancellationToken,
     shutdown: CancellationToken,
 }
@@ -302,6 +310,10 @@ impl MessageReader for OnceReader {
             () = self.shutdown.cancelled() => {}
         }
         Ok(None)
+    }
+
+    fn caller(&self) -> Option<Arc<Caller>> {
+        self.caller.clone()
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::shared::{CANCELLED, PROGRESS, Shared, lock};
 use super::{Handler, Peer, RequestContext};
 use crate::Error;
-use crate::transport::MessageReader;
+use crate::transport::{Caller, MessageReader};
 
 /// Reads frames until the input ends, the transport fails or the connection is closed.
 pub(super) async fn read_loop<R: MessageReader>(
@@ -32,7 +32,9 @@ pub(super) async fn read_loop<R: MessageReader>(
         };
         match frame {
             None => return Ok(()),
-            Some(Ok(Message::Request(request))) => on_request(request, handler, peer).await,
+            Some(Ok(Message::Request(request))) => {
+                on_request(request, reader.caller(), handler, peer).await;
+            }
             Some(Ok(Message::Notification(notification))) => {
                 on_notification(notification, handler, peer);
             }
@@ -42,7 +44,12 @@ pub(super) async fn read_loop<R: MessageReader>(
     }
 }
 
-async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
+async fn on_request(
+    request: Request,
+    caller: Option<Arc<Caller>>,
+    handler: &dyn Handler,
+    peer: &Peer,
+) {
     let shared = &peer.shared;
     let id = request.id.clone();
     let admitted = {
@@ -80,6 +87,7 @@ async fn on_request(request: Request, handler: &dyn Handler, peer: &Peer) {
         id: id.clone(),
         cancel: cancel.clone(),
         peer: peer.related_to(id.clone()),
+        caller,
     };
     let started = catch_unwind(AssertUnwindSafe(|| handler.on_request(request, cx)));
     let mut handlers = lock(&shared.handlers);

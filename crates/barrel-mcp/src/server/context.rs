@@ -17,7 +17,9 @@ use super::Server;
 use super::input::InputMode;
 use super::session::Session;
 use crate::Error;
+use crate::auth::AuthInfo;
 use crate::peer::Peer;
+use crate::transport::Caller;
 
 /// A question with a name, from [`Ctx::input_key`].
 #[derive(Debug)]
@@ -88,6 +90,7 @@ struct Inner {
     server: Server,
     progress_token: Option<ProgressToken>,
     input: InputMode,
+    caller: Option<Arc<Caller>>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -109,6 +112,7 @@ impl Ctx {
         peer: Peer,
         server: Server,
         input: InputMode,
+        caller: Option<Arc<Caller>>,
     ) -> Self {
         let progress_token = progress_token(&meta);
         Self {
@@ -121,6 +125,7 @@ impl Ctx {
                 server,
                 progress_token,
                 input,
+                caller,
             }),
         }
     }
@@ -148,6 +153,21 @@ impl Ctx {
     /// The client's self-description, when it gave one.
     pub fn client_info(&self) -> Option<&Implementation> {
         self.inner.scope.client_info.as_deref()
+    }
+
+    /// The authenticated caller of this request: set on every HTTP path (sessionful, 2026-07-28
+    /// and legacy HTTP+SSE) when the server authenticates requests
+    /// ([`HttpConfig::auth`](crate::http::HttpConfig::auth)); `None` over stdio, where the
+    /// process's environment is the credential, and for anonymous callers.
+    pub fn auth(&self) -> Option<&AuthInfo> {
+        self.inner.caller.as_deref().and_then(Caller::auth)
+    }
+
+    /// The head of the HTTP request that carried this request (headers, URI, and the extensions
+    /// of any layer in front of the router); `None` on other transports.
+    #[cfg(feature = "http-server")]
+    pub fn http_request(&self) -> Option<&http::request::Parts> {
+        self.inner.caller.as_deref().and_then(Caller::http_request)
     }
 
     /// The server handling the request (to add tools, notify updates, ...).

@@ -18,7 +18,9 @@ use super::handler::{PromptArguments, ResourceRequest};
 use super::input::{InputMode, Rounds};
 use super::request_state::{MAX_TOKEN_LEN, RequestState, params_digest};
 use crate::Error;
+use crate::auth::AuthInfo;
 use crate::peer::RequestContext;
+use crate::transport::Caller;
 
 /// What a finished handler run turned into.
 enum Outcome<T> {
@@ -33,6 +35,8 @@ struct RoundTrip {
     /// for input (most requests never do, and the digest hashes every argument).
     digest: Option<String>,
     round: u32,
+    /// Who asked: the state is sealed for this principal and opens only for it.
+    principal: Option<String>,
 }
 
 /// Sets up how the handler may ask for input: a session asks the client directly; a stateless
@@ -43,6 +47,7 @@ fn input_mode(
     method: &'static str,
     params: &Value,
     round: Round,
+    principal: Option<String>,
 ) -> Result<(InputMode, Option<RoundTrip>), ErrorObject> {
     let Round {
         request_state,
@@ -59,7 +64,7 @@ fn input_mode(
             let state = server
                 .inner
                 .state_codec
-                .open(token, method, &digest, None)
+                .open(token, method, &digest, principal.as_deref())
                 .map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
             (state.answers, state.round, Some(digest))
         }
@@ -70,6 +75,7 @@ fn input_mode(
         method,
         digest,
         round,
+        principal,
     };
     Ok((InputMode::Rounds(Rounds::new(answers)), Some(trip)))
 }
@@ -92,7 +98,12 @@ fn context(
     cx: RequestContext,
 ) -> Result<(Ctx, Option<RoundTrip>), ErrorObject> {
     let meta = round.meta.take().unwrap_or_default();
-    let (input, trip) = input_mode(server, scope, method, raw, round)?;
+    let principal = cx
+        .caller
+        .as_deref()
+        .and_then(Caller::auth)
+        .map(AuthInfo::principal);
+    let (input, trip) = input_mode(server, scope, method, raw, round, principal)?;
     let ctx = Ctx::new(
         cx.id,
         meta,
@@ -101,6 +112,7 @@ fn context(
         cx.peer,
         server.clone(),
         input,
+        cx.caller,
     );
     Ok((ctx, trip))
 }
@@ -138,7 +150,7 @@ fn settle<T>(
         params_digest: trip
             .digest
             .unwrap_or_else(|| params_digest(trip.method, params)),
-        principal: None,
+        principal: trip.principal,
         // The codec stamps the expiry when it seals.
         expires_at_ms: 0,
         answers,

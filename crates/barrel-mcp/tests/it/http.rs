@@ -4,6 +4,8 @@
 //! HTTP/1.1 client (one connection per request, so a test can hold a stream open while it sends
 //! more), and [`SseReader`] reads events off a streamed body.
 
+#[cfg(feature = "auth")]
+mod auth;
 mod hostile;
 mod http2;
 mod legacy;
@@ -49,6 +51,15 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
+        Self::start_on(listener, server, config)
+    }
+
+    /// Serves on a listener bound beforehand (a configuration that names the address).
+    pub(crate) fn start_on(
+        listener: tokio::net::TcpListener,
+        server: Server,
+        config: HttpConfig,
+    ) -> Self {
         let addr = listener.local_addr().expect("addr");
         let http = StreamableHttp::new(server, config);
         let (stop, stopped) = oneshot::channel::<()>();
@@ -100,6 +111,17 @@ impl Client {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Response {
+        self.send_to(method, "/mcp", headers, body).await
+    }
+
+    /// [`send`](Self::send) to another path.
+    pub(crate) async fn send_to(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
         let stream = tokio::net::TcpStream::connect(self.addr)
             .await
             .expect("connect");
@@ -107,7 +129,7 @@ impl Client {
             .await
             .expect("handshake");
         tokio::spawn(connection);
-        let mut request = http::Request::builder().method(method).uri("/mcp");
+        let mut request = http::Request::builder().method(method).uri(path);
         let host = self.addr.to_string();
         if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
             request = request.header("host", host.as_str());
