@@ -25,8 +25,8 @@ use super::{
 };
 use crate::support::within;
 
-/// Fixed tokens: `alice` (read), `alice-writer` (read and write, the same principal),
-/// `bob` (read); `down` stands for a verifier that cannot be reached.
+/// Fixed tokens, `secret-<name>-token`: `alice` (read), `alice-writer` (read and write, the
+/// same principal), `bob` (read), `admin`; `down` stands for a verifier that cannot be reached.
 struct Tokens {
     calls: Arc<AtomicUsize>,
 }
@@ -44,6 +44,10 @@ impl Authenticator for Tokens {
             let Some(token) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) else {
                 return Err(Rejection::malformed("expected a Bearer token"));
             };
+            let token = token
+                .strip_prefix("secret-")
+                .and_then(|t| t.strip_suffix("-token"))
+                .unwrap_or("");
             let user = |name: &str, scopes: &[&str]| {
                 Ok(Some(
                     AuthInfo::new(name)
@@ -159,8 +163,10 @@ fn www_authenticate(response: &Response) -> Vec<String> {
         .collect()
 }
 
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
+/// The `Authorization` value of the token named `name`: `Bearer secret-<name>-token`, a
+/// string that must never reach a log.
+fn bearer(name: &str) -> String {
+    format!("Bearer secret-{name}-token")
 }
 
 fn call(id: i64, tool: &str) -> Value {
@@ -266,7 +272,7 @@ async fn refused_credentials_say_why_without_echoing_them() {
     let metadata = &protected.metadata_url;
     let cases = [
         (
-            "Bearer stolen-looking-token",
+            "Bearer secret-stolen-looking-token-token",
             StatusCode::UNAUTHORIZED,
             format!(
                 r#"Bearer error="invalid_token", error_description="unknown token", scope="read", resource_metadata="{metadata}""#
@@ -292,7 +298,10 @@ async fn refused_credentials_say_why_without_echoing_them() {
     }
     // A verifier that cannot be reached is 503, never 401: the token may be good.
     let down = client
-        .post_with(&initialize(1), &[("authorization", "Bearer down")])
+        .post_with(
+            &initialize(1),
+            &[("authorization", "Bearer secret-down-token")],
+        )
         .await;
     assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(down.headers()["retry-after"], "5");
@@ -329,7 +338,10 @@ async fn handlers_see_the_caller_in_both_eras() {
     let mut client = protected.server.client();
     open_session(&mut client, "alice").await;
     let response = client
-        .post_with(&call(2, "whoami"), &[("authorization", "Bearer alice")])
+        .post_with(
+            &call(2, "whoami"),
+            &[("authorization", "Bearer secret-alice-token")],
+        )
         .await;
     let answer = SseReader::new(response).next_message().await;
     assert_eq!(tool_text(&answer), "alice [read] http=true");
@@ -362,7 +374,10 @@ async fn missing_scopes_are_403_with_every_scope_the_operation_needs() {
     open_session(&mut client, "alice").await;
     // Sessionful: 403 instead of an SSE stream.
     let response = client
-        .post_with(&call(2, "delete"), &[("authorization", "Bearer alice")])
+        .post_with(
+            &call(2, "delete"),
+            &[("authorization", "Bearer secret-alice-token")],
+        )
         .await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     assert_eq!(www_authenticate(&response), std::slice::from_ref(&expected));
@@ -372,7 +387,7 @@ async fn missing_scopes_are_403_with_every_scope_the_operation_needs() {
     let response = client
         .post_with(
             &call(3, "delete"),
-            &[("authorization", "Bearer alice-writer")],
+            &[("authorization", "Bearer secret-alice-writer-token")],
         )
         .await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -384,7 +399,10 @@ async fn missing_scopes_are_403_with_every_scope_the_operation_needs() {
     let mut admin = protected.server.client();
     open_session(&mut admin, "admin").await;
     let response = admin
-        .post_with(&call(2, "delete"), &[("authorization", "Bearer admin")])
+        .post_with(
+            &call(2, "delete"),
+            &[("authorization", "Bearer secret-admin-token")],
+        )
         .await;
     assert_eq!(response.status(), StatusCode::OK);
 
@@ -401,7 +419,7 @@ async fn missing_scopes_are_403_with_every_scope_the_operation_needs() {
     let path = format!("/messages?sessionId={session}");
     let json = [
         ("content-type", "application/json"),
-        ("authorization", "Bearer alice"),
+        ("authorization", "Bearer secret-alice-token"),
     ];
     let initialize = initialize(1).to_string();
     let response = stateless
@@ -506,21 +524,31 @@ async fn a_session_belongs_to_the_principal_that_opened_it() {
     };
     let sse = [
         ("accept", "text/event-stream"),
-        ("authorization", "Bearer bob"),
+        ("authorization", "Bearer secret-bob-token"),
     ];
     let cases = [
-        bob.post_with(&call(2, "whoami"), &[("authorization", "Bearer bob")])
-            .await,
+        bob.post_with(
+            &call(2, "whoami"),
+            &[("authorization", "Bearer secret-bob-token")],
+        )
+        .await,
         bob.send(Method::GET, &sse, None).await,
-        bob.send(Method::DELETE, &[("authorization", "Bearer bob")], None)
-            .await,
+        bob.send(
+            Method::DELETE,
+            &[("authorization", "Bearer secret-bob-token")],
+            None,
+        )
+        .await,
     ];
     for response in cases {
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
     }
     // Alice's session lives on.
     let response = alice
-        .post_with(&call(3, "whoami"), &[("authorization", "Bearer alice")])
+        .post_with(
+            &call(3, "whoami"),
+            &[("authorization", "Bearer secret-alice-token")],
+        )
         .await;
     assert_eq!(response.status(), StatusCode::OK);
     // Her stronger token is the same principal: the GET stream opens.
@@ -529,7 +557,7 @@ async fn a_session_belongs_to_the_principal_that_opened_it() {
             Method::GET,
             &[
                 ("accept", "text/event-stream"),
-                ("authorization", "Bearer alice-writer"),
+                ("authorization", "Bearer secret-alice-writer-token"),
             ],
             None,
         )
@@ -711,4 +739,77 @@ async fn anonymous_callers_pass_where_no_scope_is_needed() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// A `tracing` writer that keeps everything in memory.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_trace_log_of_a_whole_auth_run_holds_no_secret() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    // The test's runtime has one thread: the server's tasks log through this subscriber too.
+    let _default = tracing::subscriber::set_default(subscriber);
+    tracing::callsite::rebuild_interest_cache();
+    let protected = protected(|auth| auth).await;
+    let mut client = protected.server.client();
+    let forged = bearer("forged");
+    let refused = client
+        .post_with(&initialize(1), &[("authorization", forged.as_str())])
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    open_session(&mut client, "alice").await;
+    let alice = bearer("alice");
+    let response = client
+        .post_with(&call(2, "delete"), &[("authorization", alice.as_str())])
+        .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let response = client
+        .post_with(&call(3, "whoami"), &[("authorization", alice.as_str())])
+        .await;
+    SseReader::new(response).next_message().await;
+    let stateless = Client {
+        session: None,
+        ..client.clone()
+    };
+    let body = enveloped(4, "tools/call", json!({"name": "whoami", "arguments": {}}));
+    body_json(post_stateless(&stateless, &body, Some("bob")).await).await;
+    let (_, mut stream) = open_legacy(&protected.server, "alice-writer").await;
+    drop(stream.next_event());
+
+    let log = String::from_utf8_lossy(
+        &captured
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+    .into_owned();
+    assert!(
+        log.contains("request authenticated"),
+        "the run was logged:\n{log}"
+    );
+    for name in ["forged", "alice", "bob", "alice-writer"] {
+        let secret = format!("secret-{name}-token");
+        assert!(!log.contains(&secret), "{secret} in the log:\n{log}");
+    }
 }
