@@ -4,6 +4,7 @@
 //! loadgen wait URL                                   wait (≤30 s) until the port accepts
 //! loadgen calls URL --server S --case C [--stateless] [--conns N] [--accept A]
 //!                   [--duration SECS] [--warmup SECS] [--pid PID] [--out FILE]
+//!                   [--header 'Name: value']...
 //! loadgen sessions URL --server S --case C [--conns N] [--duration SECS] [--warmup SECS] ...
 //! loadgen memory URL --server S --pid PID [--sessions N] [--conns N] [--out FILE]
 //! loadgen report FILE                                print the markdown table
@@ -43,6 +44,7 @@ struct Args {
     sessions: usize,
     round: u32,
     out: Option<String>,
+    headers: Vec<(String, String)>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -65,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
         sessions: 1000,
         round: 1,
         out: None,
+        headers: Vec::new(),
     };
     let secs = |v: String| {
         v.parse::<f64>()
@@ -90,6 +93,13 @@ fn parse_args() -> Result<Args, String> {
             }
             "--round" => args.round = value.parse().map_err(|e| format!("--round: {e}"))?,
             "--out" => args.out = Some(value),
+            "--header" => {
+                let (name, value) = value
+                    .split_once(':')
+                    .ok_or("--header takes 'Name: value'")?;
+                args.headers
+                    .push((name.trim().to_owned(), value.trim().to_owned()));
+            }
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -136,6 +146,7 @@ async fn command(args: Args) -> Result<(), String> {
     let client = Client {
         target: target.clone(),
         accept: args.accept.clone(),
+        headers: args.headers.clone(),
     };
     let mut fields = match args.command.as_str() {
         "wait" => return wait(&target).await,

@@ -27,6 +27,8 @@ pub enum Mode {
 pub struct Client {
     pub target: Target,
     pub accept: String,
+    /// Sent with every request (`Authorization` for the authenticated cases).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Client {
@@ -40,7 +42,8 @@ impl Client {
             self.accept,
             body.len()
         );
-        for (name, value) in extra {
+        let fixed = self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        for (name, value) in extra.iter().copied().chain(fixed) {
             let _ = write!(req, "{name}: {value}\r\n");
         }
         req.push_str("\r\n");
@@ -80,10 +83,14 @@ impl Client {
 
     /// Ends a session with DELETE.
     pub async fn close_session(&self, conn: &mut Conn, session: &str) -> Result<(), String> {
-        let req = format!(
-            "DELETE {} HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: {SESSION_VERSION}\r\n\r\n",
+        let mut req = format!(
+            "DELETE {} HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: {SESSION_VERSION}\r\n",
             self.target.path, self.target.authority
         );
+        for (name, value) in &self.headers {
+            let _ = write!(req, "{name}: {value}\r\n");
+        }
+        req.push_str("\r\n");
         let reply = conn
             .roundtrip(req.as_bytes())
             .await

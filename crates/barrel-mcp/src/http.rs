@@ -51,6 +51,7 @@ mod endpoint;
 mod guard;
 mod legacy;
 mod listener;
+mod prefixed;
 mod reply;
 mod session;
 mod sessionful;

@@ -2,7 +2,9 @@
 //! on them with hyper, and shuts down gracefully.
 //!
 //! Each accepted socket gets `TCP_NODELAY` and is handed to [`serve_connection`], which takes
-//! any IO: a TLS acceptor wraps the socket and calls it the same way. hyper's timer is
+//! any IO: a TLS acceptor wraps the socket and calls it the same way. A connection must show
+//! its HTTP version (the HTTP/2 preface, or anything else) within the header read timeout, or
+//! it is dropped and its slot freed (`prefixed.rs`). hyper's timer is
 //! configured, so the header read timeout really fires (without a timer hyper silently
 //! disables it).
 
@@ -20,6 +22,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::StreamableHttp;
+use super::prefixed::sniff;
 
 /// How long to pause accepting after an accept error (such as running out of file
 /// descriptors), so the loop does not spin.
@@ -100,9 +103,13 @@ where
         let watcher = graceful.watcher();
         let builder = builder.clone();
         let service = service.clone();
+        let detect = http.config().header_read_timeout;
         connections.spawn(async move {
             let _slot = slot;
             let Some(io) = handshake.await else { return };
+            let Some(io) = sniff(io, detect).await else {
+                return;
+            };
             let connection = builder
                 .serve_connection(TokioIo::new(io), service)
                 .into_owned();
@@ -128,12 +135,17 @@ where
 }
 
 /// Serves one connection over any IO (a TCP socket, a TLS stream), HTTP/1.1 or HTTP/2 by
-/// prior knowledge, until the client closes it.
+/// prior knowledge, until the client closes it. A client that sends nothing (or half the
+/// HTTP/2 preface) for [`HttpConfig::header_read_timeout`](super::HttpConfig::header_read_timeout)
+/// is dropped.
 pub async fn serve_connection<I>(io: I, http: &StreamableHttp) -> crate::Result<()>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = TowerToHyperService::new(http.router());
+    let Some(io) = sniff(io, http.config().header_read_timeout).await else {
+        return Ok(());
+    };
     builder(http)
         .serve_connection(TokioIo::new(io), service)
         .await
