@@ -31,6 +31,11 @@ pub enum Error {
     /// The request was cancelled.
     #[error("request cancelled")]
     Cancelled,
+    /// A tool failed and says why in words meant for the caller (and the model): the text is
+    /// sent as the tool's `isError` result. Other errors a tool returns are logged and sent as
+    /// a generic message, so paths, host names or SQL never reach the client.
+    #[error("{0}")]
+    Tool(String),
     /// A tool, resource, template or prompt definition is invalid (bad name, bad schema, ...).
     #[error("invalid definition: {0}")]
     Definition(String),
@@ -80,6 +85,11 @@ impl std::fmt::Display for HttpError {
 }
 
 impl Error {
+    /// [`Error::Tool`]: a tool failure with text of the handler's choosing.
+    pub fn tool(text: impl Into<String>) -> Self {
+        Self::Tool(text.into())
+    }
+
     /// True when the connection is gone.
     pub fn is_closed(&self) -> bool {
         matches!(self, Self::Closed)

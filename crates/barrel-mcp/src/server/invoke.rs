@@ -212,7 +212,12 @@ pub(crate) async fn call_tool(
     let result = match result {
         Ok(result) => result,
         Err(Error::Rpc(e)) => return Err(e),
-        Err(other) => CallToolResult::error(other.to_string()),
+        Err(Error::Tool(text)) => CallToolResult::error(text),
+        Err(other) => {
+            // Its text may name paths, hosts or queries: it stays in the server's log.
+            tracing::warn!(tool = %params.name, error = %other, "tool failed");
+            CallToolResult::error(tool_failure(&other))
+        }
     };
     if server.config().validate_output
         && let Some(output) = &entry.output
@@ -315,6 +320,16 @@ pub(crate) async fn get_prompt(
     match settle(server, &ctx, trip, &raw, result)? {
         Outcome::InputRequired(value) => Ok(value),
         Outcome::Done(result) => encode(result.map_err(|e| handler_error(&e))?, &scope),
+    }
+}
+
+/// What the caller is told of a tool's Rust error: nothing of its text, only its kind where
+/// that is safe (a timed-out or cancelled request).
+fn tool_failure(error: &Error) -> &'static str {
+    match error {
+        Error::Timeout => "the tool failed: a request it made timed out",
+        Error::Cancelled => "the tool failed: a request it made was cancelled",
+        _ => "the tool failed (the server's log has the details)",
     }
 }
 

@@ -187,7 +187,10 @@ pub(crate) fn server_with(config: ServerConfig) -> (Server, Arc<Probe>) {
             Ok(CallToolResult::error("this tool always fails"))
         })
         .tool("boom", "Rust error", |_: Ctx, _: NoArgs| async move {
-            Err::<String, _>(Error::Protocol("boom".into()))
+            Err::<String, _>(Error::Protocol("boom reading /srv/secret/db.sqlite".into()))
+        })
+        .tool("refuse", "A tool error of the handler's words", |_: Ctx, _: NoArgs| async move {
+            Err::<String, _>(Error::tool("not today"))
         })
         .text_resource(Resource::new("test://readme", "readme").with_mime_type("text/plain"), "read me")
         .resource(Resource::new("test://blob", "blob"), |_: Ctx, r: ResourceRequest| async move {

@@ -58,6 +58,16 @@ async fn tool_failures_stay_in_their_plane() {
     assert_eq!(text_of(&failed), "this tool always fails");
     let errored = call(&client, "boom", json!({})).await;
     assert_eq!(errored["isError"], true);
+    // A Rust error's text stays in the server log; the handler's own words pass.
+    let text = text_of(&errored);
+    assert!(
+        !text.contains("/srv/secret") && !text.contains("boom"),
+        "{text}"
+    );
+    assert_eq!(text, "the tool failed (the server's log has the details)");
+    let refused = call(&client, "refuse", json!({})).await;
+    assert_eq!(refused["isError"], true);
+    assert_eq!(text_of(&refused), "not today");
     let unknown = client
         .request("tools/call", json!({ "name": "nope", "arguments": {} }))
         .await
