@@ -79,6 +79,12 @@ pub struct ServerConfig {
     /// The most `subscriptions/listen` requests open at once, over all connections. Default
     /// 1024; one more is answered -32603.
     pub max_subscriptions: usize,
+    /// The most resources one session may be subscribed to (`resources/subscribe`), and the
+    /// most URIs one `subscriptions/listen` filter may name. Default 256; one more is -32602.
+    pub max_resource_subscriptions: usize,
+    /// The longest resource URI accepted in a subscription, in bytes. Default 8 KiB; longer is
+    /// -32602.
+    pub max_subscription_uri_length: usize,
     /// Connection limits of the JSON-RPC peer.
     pub peer: PeerConfig,
 }
@@ -94,6 +100,8 @@ impl Default for ServerConfig {
             cache_scope: CacheScope::Private,
             validate_output: true,
             max_subscriptions: 1024,
+            max_resource_subscriptions: 256,
+            max_subscription_uri_length: 8 * 1024,
             peer: PeerConfig::default(),
         }
     }

@@ -64,7 +64,15 @@ async fn route(
         }
         ("resources/subscribe", Some(session)) => {
             let params: SubscribeParams = decode(params)?;
-            session.subscribe(params.uri);
+            let config = server.config();
+            check_subscription_uri(&params.uri, config.max_subscription_uri_length)?;
+            session
+                .subscribe(params.uri, config.max_resource_subscriptions)
+                .map_err(|limit| {
+                    ErrorObject::invalid_params(format!(
+                        "too many resource subscriptions in this session (limit {limit})"
+                    ))
+                })?;
             Ok(empty())
         }
         ("resources/unsubscribe", Some(session)) => {
@@ -74,6 +82,17 @@ async fn route(
         }
         (other, _) => Err(ErrorObject::method_not_found(other)),
     }
+}
+
+/// Refuses a subscription URI longer than `limit` bytes (-32602).
+pub(crate) fn check_subscription_uri(uri: &str, limit: usize) -> Result<(), ErrorObject> {
+    if uri.len() > limit {
+        return Err(ErrorObject::invalid_params(format!(
+            "resource URI too long to subscribe to ({} bytes, limit {limit})",
+            uri.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Decodes params; absent params read as `{}`, so a missing required field is named.

@@ -52,6 +52,7 @@ pub(crate) async fn listen(
             "subscription limit reached ({limit} open)"
         )));
     }
+    check_filter(server, &params.notifications)?;
     let mut events = server.inner.events.subscribe();
     let honoured = honoured(&params.notifications);
     let tag = tag_for(&cx);
@@ -88,6 +89,24 @@ pub(crate) async fn listen(
         }
     }
     Ok(json!({ "_meta": tag }))
+}
+
+/// Refuses a filter naming more resources than a session may subscribe to, or a URI over the
+/// length limit (-32602), so one listen cannot make every change cost a long scan.
+fn check_filter(server: &Server, filter: &SubscriptionFilter) -> Result<(), ErrorObject> {
+    let config = server.config();
+    let uris = filter.resource_subscriptions.as_deref().unwrap_or_default();
+    if uris.len() > config.max_resource_subscriptions {
+        return Err(ErrorObject::invalid_params(format!(
+            "too many resource subscriptions in one filter ({}, limit {})",
+            uris.len(),
+            config.max_resource_subscriptions
+        )));
+    }
+    for uri in uris {
+        super::dispatch::check_subscription_uri(uri, config.max_subscription_uri_length)?;
+    }
+    Ok(())
 }
 
 /// What the server honours of a filter: every list-changed flag and every resource URI; task

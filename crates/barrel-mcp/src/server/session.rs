@@ -41,8 +41,14 @@ impl Session {
         *lock(&self.log_level) = Some(level);
     }
 
-    pub(crate) fn subscribe(&self, uri: String) {
-        lock(&self.subscriptions).insert(uri);
+    /// Subscribes to `uri`, unless the session already holds `limit` other subscriptions.
+    pub(crate) fn subscribe(&self, uri: String, limit: usize) -> Result<(), usize> {
+        let mut subscriptions = lock(&self.subscriptions);
+        if subscriptions.len() >= limit && !subscriptions.contains(&uri) {
+            return Err(limit);
+        }
+        subscriptions.insert(uri);
+        Ok(())
     }
 
     pub(crate) fn unsubscribe(&self, uri: &str) {

@@ -155,3 +155,58 @@ async fn open_subscriptions_are_capped_and_sessions_do_not_listen() {
         .expect_err("no listen in a session");
     assert_eq!(error.code.0, -32601);
 }
+
+#[tokio::test]
+async fn subscriptions_are_capped_per_session_and_per_filter() {
+    let config = ServerConfig {
+        max_resource_subscriptions: 2,
+        max_subscription_uri_length: 64,
+        ..ServerConfig::default()
+    };
+    let (server, _) = fixture::server_with(config);
+    // A session: two subscriptions, then one more is refused; re-subscribing is not "more".
+    let client = connect(&server);
+    client.initialize("2025-11-25").await;
+    for uri in ["test://a", "test://b", "test://a"] {
+        client
+            .request("resources/subscribe", json!({ "uri": uri }))
+            .await
+            .expect("under the cap");
+    }
+    let refused = client
+        .request("resources/subscribe", json!({ "uri": "test://c" }))
+        .await
+        .expect_err("over the cap");
+    assert_eq!(refused.code.0, -32602);
+    let long = format!("test://{}", "x".repeat(64));
+    let refused = client
+        .request("resources/subscribe", json!({ "uri": long }))
+        .await
+        .expect_err("too long");
+    assert_eq!(refused.code.0, -32602);
+    // After an unsubscribe there is room again.
+    client
+        .request("resources/unsubscribe", json!({ "uri": "test://b" }))
+        .await
+        .expect("unsubscribe");
+    client
+        .request("resources/subscribe", json!({ "uri": "test://c" }))
+        .await
+        .expect("room again");
+
+    // A listen filter naming more URIs than the cap is refused before it is acknowledged.
+    let stateless = connect(&server);
+    let refused = stateless
+        .stateless(
+            "subscriptions/listen",
+            json!({ "notifications": { "resourceSubscriptions": ["a://1", "a://2", "a://3"] } }),
+            json!({}),
+        )
+        .await
+        .expect_err("over the cap");
+    assert_eq!(refused.code.0, -32602);
+    assert!(
+        stateless.drain_notifications().is_empty(),
+        "no acknowledgement"
+    );
+}
