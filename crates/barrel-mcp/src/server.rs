@@ -85,6 +85,14 @@ pub struct ServerConfig {
     /// The longest resource URI accepted in a subscription, in bytes. Default 8 KiB; longer is
     /// -32602.
     pub max_subscription_uri_length: usize,
+    /// The most requests whose handlers run at once, over every connection and transport
+    /// (`subscriptions/listen`, capped by [`max_subscriptions`](Self::max_subscriptions), is not
+    /// counted). One more is answered -32603 "server busy" at once. Default 4096.
+    pub max_running_handlers: usize,
+    /// How long one request's handler may run before it is dropped and the request answered
+    /// -32001 (`subscriptions/listen` excepted). Default none: a handler runs until it returns,
+    /// the client cancels it, or its connection ends.
+    pub handler_timeout: Option<Duration>,
     /// Connection limits of the JSON-RPC peer.
     pub peer: PeerConfig,
 }
@@ -102,6 +110,8 @@ impl Default for ServerConfig {
             max_subscriptions: 1024,
             max_resource_subscriptions: 256,
             max_subscription_uri_length: 8 * 1024,
+            max_running_handlers: 4096,
+            handler_timeout: None,
             peer: PeerConfig::default(),
         }
     }
@@ -122,6 +132,8 @@ struct Inner {
     state_codec: RequestStateCodec,
     /// `subscriptions/listen` requests open now.
     open_subscriptions: std::sync::atomic::AtomicUsize,
+    /// One permit per running handler ([`ServerConfig::max_running_handlers`]).
+    running: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Server {

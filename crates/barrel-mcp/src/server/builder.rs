@@ -219,11 +219,16 @@ impl ServerBuilder {
             inner: Arc::new(Inner {
                 info,
                 instructions: self.instructions,
-                config: self.config,
                 registry: RwLock::new(self.registry),
                 events,
                 state_codec,
                 open_subscriptions: std::sync::atomic::AtomicUsize::new(0),
+                running: Arc::new(tokio::sync::Semaphore::new(
+                    self.config
+                        .max_running_handlers
+                        .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+                )),
+                config: self.config,
             }),
         })
     }

@@ -2,10 +2,13 @@
 //! answers. The same code serves both eras; the [`Scope`] says which one this request is in, and
 //! results are shaped for its revision.
 
+use std::sync::Arc;
+
 use barrel_mcp_types::{
-    CacheScope, CompleteParams, CompleteResult, Completion, CompletionReference, ErrorObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedParams, Request, SetLevelParams, Shape, SubscribeParams, UnsubscribeParams,
+    CacheScope, CompleteParams, CompleteResult, Completion, CompletionReference, ErrorCode,
+    ErrorObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedParams, Request, SetLevelParams, Shape, SubscribeParams,
+    UnsubscribeParams,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -29,7 +32,26 @@ pub(crate) async fn handle(
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
     let stateless = scope.is_stateless();
-    let result = route(&server, scope, request, cx).await?;
+    // A listen lasts as long as the client wants it and has a cap of its own.
+    let long_lived = request.method == "subscriptions/listen";
+    let _running = if long_lived {
+        None
+    } else {
+        let permit = Arc::clone(&server.inner.running)
+            .try_acquire_owned()
+            .map_err(|_| ErrorObject::internal("server busy: too many requests running"))?;
+        Some(permit)
+    };
+    let routed = route(&server, scope, request, cx);
+    let result = match server.config().handler_timeout.filter(|_| !long_lived) {
+        Some(limit) => tokio::time::timeout(limit, routed).await.map_err(|_| {
+            ErrorObject::new(
+                ErrorCode::REQUEST_TIMEOUT,
+                "the request took longer than the server allows",
+            )
+        })??,
+        None => routed.await?,
+    };
     Ok(if stateless {
         stateless::finish(result, &server)
     } else {

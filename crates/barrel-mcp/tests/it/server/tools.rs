@@ -329,3 +329,91 @@ async fn url_elicitation_needs_the_url_capability() {
     }
     assert!(client.asked.lock().expect("asked").is_empty());
 }
+
+#[tokio::test]
+async fn running_handlers_are_capped_over_every_connection() {
+    let config = barrel_mcp::server::ServerConfig {
+        max_running_handlers: 1,
+        ..barrel_mcp::server::ServerConfig::default()
+    };
+    let (server, probe) = fixture::server_with(config);
+    let first = connect(&server);
+    first.initialize("2025-11-25").await;
+    let second = connect(&server);
+    second.initialize("2025-11-25").await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let options = RequestOptions {
+        cancel: Some(cancel.clone()),
+        ..RequestOptions::default()
+    };
+    let peer = first.peer.clone();
+    let slow = tokio::spawn(async move {
+        peer.request(
+            "tools/call",
+            Some(json!({ "name": "slow", "arguments": {} })),
+            options,
+        )
+        .await
+    });
+    // Once the slow call runs, another connection's call is refused at once.
+    let refused = within(async {
+        loop {
+            match second
+                .request(
+                    "tools/call",
+                    json!({ "name": "echo", "arguments": { "message": "x" } }),
+                )
+                .await
+            {
+                Err(error) => break error,
+                Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            }
+        }
+    })
+    .await;
+    assert_eq!(refused.code.0, -32603);
+    assert!(refused.message.contains("busy"), "{}", refused.message);
+    cancel.cancel();
+    let _ = slow.await;
+    within(async {
+        while !probe.saw_cancel() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    // The permit is back.
+    within(async {
+        loop {
+            let answer = second
+                .request(
+                    "tools/call",
+                    json!({ "name": "echo", "arguments": { "message": "x" } }),
+                )
+                .await;
+            if answer.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_handler_past_the_server_deadline_is_answered_with_a_timeout() {
+    let config = barrel_mcp::server::ServerConfig {
+        handler_timeout: Some(std::time::Duration::from_millis(100)),
+        ..barrel_mcp::server::ServerConfig::default()
+    };
+    let (server, _) = fixture::server_with(config);
+    let client = connect(&server);
+    client.initialize("2025-11-25").await;
+    let error = within(client.request("tools/call", json!({ "name": "slow", "arguments": {} })))
+        .await
+        .expect_err("timed out");
+    assert_eq!(error.code.0, -32001);
+    assert_eq!(
+        text_of(&call(&client, "echo", json!({ "message": "still here" })).await),
+        "still here"
+    );
+}
