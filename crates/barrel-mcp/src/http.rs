@@ -78,6 +78,16 @@ pub const MCP_SESSION_ID: http::HeaderName = reply::SESSION_ID;
 /// The `MCP-Protocol-Version` header.
 pub const MCP_PROTOCOL_VERSION: http::HeaderName = reply::PROTOCOL_VERSION;
 
+/// The address the request's connection came from: set by the ready listeners, and by axum's
+/// `into_make_service_with_connect_info::<SocketAddr>()` for apps that serve the router
+/// themselves.
+pub(crate) fn peer_address(parts: &http::request::Parts) -> Option<std::net::IpAddr> {
+    parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip())
+}
+
 /// A server exposed over Streamable HTTP: the sessions, the streams and the limits. Cheap to
 /// clone; every clone is the same endpoint.
 #[derive(Clone, Debug)]

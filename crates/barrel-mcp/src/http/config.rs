@@ -60,6 +60,13 @@ pub struct HttpConfig {
     /// their share of [`max_sessions`](Self::max_sessions). Without a principal resolver it
     /// does not apply. Default 64.
     pub max_sessions_per_principal: usize,
+    /// The most live sessions callers without a principal may hold from one IP address (known
+    /// to the ready listeners, and to apps that serve the router with axum's `ConnectInfo`);
+    /// one more gets 429 with `Retry-After`. Legacy `GET /sse` sessions count too. Loopback
+    /// addresses are not capped: every local process, and every client of a reverse proxy on
+    /// the same host, shares them (behind a proxy, authenticate or set a
+    /// [`PrincipalResolver`]). Default 64.
+    pub max_anonymous_sessions_per_address: usize,
     /// A session nobody used for this long is closed; later requests get 404. A client reading
     /// one of its streams, or waiting for a JSON answer, keeps it alive; a request still running
     /// with nobody waiting for it does not (closing the session stops it). Default 30 min.
@@ -128,6 +135,7 @@ impl Default for HttpConfig {
             max_connections: 4096,
             max_sessions: 1024,
             max_sessions_per_principal: 64,
+            max_anonymous_sessions_per_address: 64,
             session_idle_timeout: Duration::from_secs(30 * 60),
             init_timeout: Duration::from_secs(60),
             session_inbound_queue: 64,

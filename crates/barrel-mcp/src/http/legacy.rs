@@ -70,9 +70,10 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
     }
     let config = &state.config;
     let principal = config.principal_of(parts);
+    let address = super::peer_address(parts);
     let session = match state
         .sessions
-        .create(&state.server, config, principal, true)
+        .create(&state.server, config, principal, address, true)
     {
         Ok(session) => session,
         Err(error) => return sessionful::refused(&error),

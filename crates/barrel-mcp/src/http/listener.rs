@@ -72,7 +72,7 @@ where
         .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
     let builder = builder(&http);
     let graceful = GracefulShutdown::new();
-    let service = TowerToHyperService::new(http.router());
+    let router = http.router();
     let slots = Arc::new(Semaphore::new(http.config().max_connections.max(1)));
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
@@ -88,8 +88,8 @@ where
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, remote) = match accepted {
+            Ok(accepted) => accepted,
             Err(error) => {
                 tracing::debug!(%error, "accept failed");
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
@@ -102,7 +102,16 @@ where
         let handshake = handshake(stream);
         let watcher = graceful.watcher();
         let builder = builder.clone();
-        let service = service.clone();
+        // Requests know the address they came from (per-address session caps).
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            router.clone(),
+            move |mut request: http::Request<hyper::body::Incoming>| {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(remote));
+                request
+            },
+        ));
         let detect = http.config().header_read_timeout;
         connections.spawn(async move {
             let _slot = slot;

@@ -32,6 +32,9 @@ pub(crate) const GET_STREAM: u64 = 0;
 pub(crate) struct HttpSession {
     pub(crate) id: String,
     pub(crate) principal: Option<String>,
+    /// What the session counts against: its principal's share, or an anonymous caller's
+    /// address's share, of the sessions.
+    pub(crate) quota: Option<Quota>,
     /// A 2024-11-05 HTTP+SSE session: every message goes to its one stream (the GET stream).
     pub(crate) legacy: bool,
     inbound: Mutex<Option<mpsc::Sender<Inbound>>>,
@@ -59,6 +62,15 @@ enum Route {
     Json(oneshot::Sender<Message>),
 }
 
+/// Whose share of the sessions a session takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Quota {
+    /// An authenticated (or resolved) principal's.
+    Principal(String),
+    /// An anonymous caller's, by the address it connected from.
+    Address(std::net::IpAddr),
+}
+
 /// How a request POST wants its answer.
 #[derive(Debug)]
 pub(crate) enum Reply {
@@ -79,6 +91,7 @@ impl HttpSession {
     pub(crate) fn new(
         id: String,
         principal: Option<String>,
+        quota: Option<Quota>,
         legacy: bool,
         limits: Limits,
         retained_streams: usize,
@@ -87,6 +100,7 @@ impl HttpSession {
         Self {
             id,
             principal,
+            quota,
             legacy,
             inbound: Mutex::new(Some(inbound)),
             routing: Mutex::new(Routing {

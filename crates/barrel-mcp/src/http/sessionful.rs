@@ -181,9 +181,10 @@ pub(crate) fn delete(state: &Arc<State>, parts: &http::request::Parts) -> Respon
 /// Creates a session for an `initialize`.
 fn open(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
     let principal = state.config.principal_of(parts);
+    let address = super::peer_address(parts);
     state
         .sessions
-        .create(&state.server, &state.config, principal, false)
+        .create(&state.server, &state.config, principal, address, false)
         .map_err(|error| refused(&error))
 }
 
@@ -202,11 +203,16 @@ pub(crate) fn refused(error: &CreateError) -> Response {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             response
         }
-        CreateError::PrincipalFull => {
+        CreateError::PrincipalFull | CreateError::AddressFull => {
+            let whose = if matches!(error, CreateError::PrincipalFull) {
+                "too many sessions for this principal"
+            } else {
+                "too many anonymous sessions from this address"
+            };
             let mut response = reply::error(
                 StatusCode::TOO_MANY_REQUESTS,
                 None,
-                reply::rpc_error(-32603, "too many sessions for this principal"),
+                reply::rpc_error(-32603, whose),
             );
             response
                 .headers_mut()

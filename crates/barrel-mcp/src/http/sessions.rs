@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::config::HttpConfig;
-use super::session::{HttpSession, SessionReader, SessionWriter};
+use super::session::{HttpSession, Quota, SessionReader, SessionWriter};
 use super::sse::Limits;
 use crate::server::Server;
 
@@ -21,6 +21,9 @@ pub(crate) enum CreateError {
     Full,
     /// The principal has [`HttpConfig::max_sessions_per_principal`] live sessions.
     PrincipalFull,
+    /// The anonymous caller's address has
+    /// [`HttpConfig::max_anonymous_sessions_per_address`] live sessions.
+    AddressFull,
     /// The OS random source failed; no id is minted without it.
     NoRandomness,
     /// The server is shutting down.
@@ -58,6 +61,7 @@ impl Sessions {
         server: &Server,
         config: &HttpConfig,
         principal: Option<String>,
+        address: Option<std::net::IpAddr>,
         legacy: bool,
     ) -> Result<Arc<HttpSession>, CreateError> {
         if self.tasks.is_closed() {
@@ -71,9 +75,25 @@ impl Sessions {
             replay_bytes: config.replay_bytes,
             retry: config.sse_retry,
         };
+        let (quota, limit, full) = match (&principal, address) {
+            (Some(principal), _) => (
+                Some(Quota::Principal(principal.clone())),
+                config.max_sessions_per_principal,
+                CreateError::PrincipalFull,
+            ),
+            // Every local process (and every client of a reverse proxy on this host) shares the
+            // loopback address: capping it would shut them all out together.
+            (None, Some(address)) if !address.is_loopback() => (
+                Some(Quota::Address(address)),
+                config.max_anonymous_sessions_per_address,
+                CreateError::AddressFull,
+            ),
+            (None, _) => (None, usize::MAX, CreateError::Full),
+        };
         let session = Arc::new(HttpSession::new(
             id.clone(),
             principal,
+            quota,
             legacy,
             limits,
             config.retained_streams,
@@ -84,15 +104,15 @@ impl Sessions {
             if map.len() >= config.max_sessions {
                 return Err(CreateError::Full);
             }
-            // One principal cannot take every slot from the others.
-            if let Some(principal) = &session.principal
+            // One principal, or one anonymous address, cannot take every slot from the others.
+            if let Some(quota) = &session.quota
                 && map
                     .values()
-                    .filter(|other| other.principal.as_ref() == Some(principal))
+                    .filter(|other| other.quota.as_ref() == Some(quota))
                     .count()
-                    >= config.max_sessions_per_principal
+                    >= limit
             {
-                return Err(CreateError::PrincipalFull);
+                return Err(full);
             }
             map.insert(id, Arc::clone(&session));
         }

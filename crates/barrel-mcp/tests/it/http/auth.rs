@@ -89,8 +89,15 @@ fn server() -> Server {
                     || "anonymous".to_owned(),
                     |auth| format!("{} [{}]", auth.subject, auth.scopes.join(" ")),
                 );
-                let over_http = ctx.http_request().is_some();
-                Ok(format!("{who} http={over_http}"))
+                // The ready listener tells every request where its connection came from.
+                let from = ctx
+                    .http_request()
+                    .and_then(|head| {
+                        head.extensions
+                            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                    })
+                    .map_or_else(|| "nowhere".to_owned(), |info| info.0.ip().to_string());
+                Ok(format!("{who} from={from}"))
             },
         )
         .tool("delete", "Needs write", |_: Ctx, _: NoArgs| async move {
@@ -344,7 +351,7 @@ async fn handlers_see_the_caller_in_both_eras() {
         )
         .await;
     let answer = SseReader::new(response).next_message().await;
-    assert_eq!(tool_text(&answer), "alice [read] http=true");
+    assert_eq!(tool_text(&answer), "alice [read] from=127.0.0.1");
 
     let stateless = client.clone();
     let response = post_stateless(
@@ -359,7 +366,7 @@ async fn handlers_see_the_caller_in_both_eras() {
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         tool_text(&body_json(response).await),
-        "bob [read] http=true"
+        "bob [read] from=127.0.0.1"
     );
 }
 
@@ -504,7 +511,7 @@ async fn legacy_sessions_carry_the_caller_and_belong_to_it() {
     );
     assert_eq!(
         tool_text(&stream.next_message().await),
-        "alice [read] http=true"
+        "alice [read] from=127.0.0.1"
     );
     // Bob cannot post into Alice's session: it does not exist for him.
     assert_eq!(
@@ -715,7 +722,10 @@ async fn anonymous_callers_pass_where_no_scope_is_needed() {
         None,
     )
     .await;
-    assert_eq!(tool_text(&body_json(response).await), "anonymous http=true");
+    assert_eq!(
+        tool_text(&body_json(response).await),
+        "anonymous from=127.0.0.1"
+    );
     // An operation that needs a scope asks an anonymous caller to authenticate: 401.
     let response = post_stateless(
         &client,
@@ -741,16 +751,25 @@ async fn anonymous_callers_pass_where_no_scope_is_needed() {
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 }
 
-/// A `tracing` writer that keeps everything in memory.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+thread_local! {
+    /// What this thread logged since [`capture_logs`], when it captures.
+    static CAPTURED: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
 
-impl std::io::Write for Captured {
+fn capturing() -> bool {
+    CAPTURED.with(|captured| captured.borrow().is_some())
+}
+
+/// Writes to this thread's capture buffer.
+struct ThreadCapture;
+
+impl std::io::Write for ThreadCapture {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend_from_slice(bytes);
+        CAPTURED.with(|captured| {
+            if let Some(buffer) = captured.borrow_mut().as_mut() {
+                buffer.extend_from_slice(bytes);
+            }
+        });
         Ok(bytes.len())
     }
 
@@ -759,18 +778,33 @@ impl std::io::Write for Captured {
     }
 }
 
+/// Captures everything this thread logs, at every level, from now on. The subscriber is the
+/// process's global one (installed once), so no call site's interest is cached as "nobody
+/// listens" by a test running meanwhile; it formats only the events of capturing threads.
+fn capture_logs() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::prelude::*;
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let layer = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(|| ThreadCapture)
+            .with_filter(tracing_subscriber::filter::filter_fn(|_| capturing()));
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
+    });
+    CAPTURED.with(|captured| *captured.borrow_mut() = Some(Vec::new()));
+}
+
+fn captured_logs() -> String {
+    CAPTURED.with(|captured| {
+        String::from_utf8_lossy(captured.borrow().as_deref().unwrap_or_default()).into_owned()
+    })
+}
+
 #[tokio::test]
 async fn a_trace_log_of_a_whole_auth_run_holds_no_secret() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    // The test's runtime has one thread: the server's tasks log through this subscriber too.
-    let _default = tracing::subscriber::set_default(subscriber);
-    tracing::callsite::rebuild_interest_cache();
+    // The test's runtime has one thread: the server's tasks log on it too.
+    capture_logs();
     let protected = protected(|auth| auth).await;
     let mut client = protected.server.client();
     let forged = bearer("forged");
@@ -797,13 +831,7 @@ async fn a_trace_log_of_a_whole_auth_run_holds_no_secret() {
     let (_, mut stream) = open_legacy(&protected.server, "alice-writer").await;
     drop(stream.next_event());
 
-    let log = String::from_utf8_lossy(
-        &captured
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    )
-    .into_owned();
+    let log = captured_logs();
     assert!(
         log.contains("request authenticated"),
         "the run was logged:\n{log}"

@@ -312,3 +312,49 @@ async fn one_principal_cannot_take_every_session() {
     assert_eq!(anonymous.status(), StatusCode::OK);
     assert_eq!(server.http.session_count(), 4);
 }
+
+#[tokio::test]
+async fn one_anonymous_address_cannot_take_every_session() {
+    use tower::ServiceExt;
+    let config = HttpConfig {
+        max_sessions: 8,
+        max_anonymous_sessions_per_address: 2,
+        ..HttpConfig::default()
+    };
+    let (fixture, _) = crate::server::fixture::server();
+    let http = barrel_mcp::http::StreamableHttp::new(fixture, config);
+    let from = |ip: [u8; 4], method: Method, path: &str, body: String| {
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(axum::body::Body::from(body))
+            .expect("request");
+        let address = std::net::SocketAddr::from((ip, 40000));
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(address));
+        http.router().oneshot(request)
+    };
+    let open = |ip: [u8; 4]| from(ip, Method::POST, "/mcp", initialize(1).to_string());
+    let status = |response: Result<axum::response::Response, std::convert::Infallible>| {
+        response.expect("infallible").status()
+    };
+    let mallory = [203, 0, 113, 7];
+    assert_eq!(status(open(mallory).await), StatusCode::OK);
+    assert_eq!(status(open(mallory).await), StatusCode::OK);
+    // A third from the same address: 429, on the main endpoint and on the legacy one.
+    let third = open(mallory).await.expect("infallible");
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(third.headers().contains_key("retry-after"));
+    let legacy = from(mallory, Method::GET, "/sse", String::new()).await;
+    assert_eq!(status(legacy), StatusCode::TOO_MANY_REQUESTS);
+    // Other addresses get theirs, and loopback (shared by every local process) is not capped.
+    assert_eq!(status(open([198, 51, 100, 1]).await), StatusCode::OK);
+    for _ in 0..3 {
+        assert_eq!(status(open([127, 0, 0, 1]).await), StatusCode::OK);
+    }
+    assert_eq!(http.session_count(), 6);
+}
