@@ -129,17 +129,25 @@ impl StreamableHttp {
         &self.state.config
     }
 
-    /// An axum router serving the endpoint at [`HttpConfig::path`], and the legacy HTTP+SSE
-    /// paths when [`HttpConfig::legacy_sse`] is on. Mount it (`merge`,
+    /// An axum router serving the endpoint at [`HttpConfig::path`] (and `/` with
+    /// [`HttpConfig::serve_at_root`]), and the legacy HTTP+SSE paths when
+    /// [`HttpConfig::legacy_sse`] is on. Mount it (`merge`,
     /// `nest`) in an application and add layers (auth, tracing) as with any router.
     pub fn router(&self) -> axum::Router {
-        let state = Arc::clone(&self.state);
-        let router = axum::Router::new().route(
-            &self.state.config.path,
-            axum::routing::any(move |request: axum::extract::Request| {
-                endpoint::handle(Arc::clone(&state), request)
-            }),
-        );
+        let mut router = axum::Router::new();
+        let mut paths = vec![self.state.config.path.as_str()];
+        if self.state.config.serve_at_root && self.state.config.path != "/" {
+            paths.push("/");
+        }
+        for path in paths {
+            let state = Arc::clone(&self.state);
+            router = router.route(
+                path,
+                axum::routing::any(move |request: axum::extract::Request| {
+                    endpoint::handle(Arc::clone(&state), request)
+                }),
+            );
+        }
         let router = router.merge(self.metadata_router());
         if !self.state.config.legacy_sse {
             return router;

@@ -35,6 +35,20 @@ pub struct HttpConfig {
     /// (`https://app.example.com`, `http://intranet:8080`). The literal `null` is refused unless
     /// listed here. A request without `Origin` (not from a browser) is accepted. Default empty.
     pub allowed_origins: Vec<String>,
+    /// Accept every `Origin` (barrel_mcp's `allowed_origins => any`): any web page a browser
+    /// visits may then call the server with the browser's cookies and network position, so
+    /// turn it on only for a server meant for every web page, behind authentication. CORS
+    /// still echoes the request's origin, never `*`. Default false.
+    pub allow_any_origin: bool,
+    /// Accept requests that carry no `Origin` (every client that is not a browser: the SDKs,
+    /// the CLI, desktop hosts). Turn it off for a server only browsers call, so a request
+    /// whose origin cannot be checked is refused (403). Default true (barrel_mcp turns it
+    /// off on public binds; here authentication is what protects a public server, and
+    /// refusing non-browser clients by default would shut out most MCP clients).
+    pub allow_missing_origin: bool,
+    /// Serve the endpoint at `/` as well as at [`path`](Self::path), for clients configured
+    /// with the bare origin. Default false.
+    pub serve_at_root: bool,
     /// The largest request body; a larger one is refused with 413 before it is parsed.
     /// Default 4 MiB.
     pub max_body_size: usize,
@@ -127,6 +141,9 @@ impl Default for HttpConfig {
             allow_loopback: true,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            allow_any_origin: false,
+            allow_missing_origin: true,
+            serve_at_root: false,
             max_body_size: 4 * 1024 * 1024,
             body_timeout: Duration::from_secs(30),
             max_headers: 64,

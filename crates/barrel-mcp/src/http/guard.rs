@@ -82,13 +82,21 @@ pub(crate) fn check(
 ) -> Result<Admitted, axum::response::Response> {
     check_host(config, parts)?;
     let origin = single(&parts.headers, header::ORIGIN)?;
-    if let Some(origin) = &origin {
-        let allowed = origin
-            .to_str()
-            .is_ok_and(|text| origin_allowed(config, &text.to_ascii_lowercase()));
-        if !allowed {
-            return Err(refuse(StatusCode::FORBIDDEN, "Origin not allowed"));
+    match &origin {
+        Some(origin) => {
+            // Even when every origin is accepted, it must be a visible-ASCII header value
+            // (it is echoed in CORS headers).
+            let allowed = origin.to_str().is_ok_and(|text| {
+                config.allow_any_origin || origin_allowed(config, &text.to_ascii_lowercase())
+            });
+            if !allowed {
+                return Err(refuse(StatusCode::FORBIDDEN, "Origin not allowed"));
+            }
         }
+        None if !config.allow_missing_origin => {
+            return Err(refuse(StatusCode::FORBIDDEN, "Origin is required"));
+        }
+        None => {}
     }
     Ok(Admitted { origin })
 }

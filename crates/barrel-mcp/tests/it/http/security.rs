@@ -322,3 +322,89 @@ async fn slow_headers_are_cut_off_and_header_count_is_capped() {
     let text = String::from_utf8_lossy(&buffer[..n]);
     assert!(n == 0 || text.starts_with("HTTP/1.1 431"), "{text}");
 }
+
+#[tokio::test]
+async fn any_origin_and_required_origin_when_asked() {
+    let open = HttpConfig {
+        allow_any_origin: true,
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(open).await;
+    let client = server.client();
+    let ping = json!({"jsonrpc":"2.0","id":1,"method":"ping"}).to_string();
+    let post = |origin: Option<&'static str>| {
+        let client = client.clone();
+        let ping = ping.clone();
+        async move {
+            let mut headers = vec![
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2026-07-28"),
+            ];
+            headers.extend(origin.map(|o| ("origin", o)));
+            client.send(Method::POST, &headers, Some(&ping)).await
+        }
+    };
+    let anywhere = post(Some("https://anywhere.example")).await;
+    assert_ne!(anywhere.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        anywhere.headers()["access-control-allow-origin"],
+        "https://anywhere.example",
+        "echoed, never *"
+    );
+
+    let strict = HttpConfig {
+        allow_missing_origin: false,
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(strict).await;
+    let client = server.client();
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let missing = client
+        .send(Method::POST, &headers, Some(&initialize(1).to_string()))
+        .await;
+    assert_eq!(missing.status(), StatusCode::FORBIDDEN);
+    let with_origin = client
+        .post_with(&initialize(1), &[("origin", "http://localhost:3000")])
+        .await;
+    assert_eq!(with_origin.status(), StatusCode::OK);
+    assert_eq!(server.http.session_count(), 1);
+}
+
+#[tokio::test]
+async fn the_endpoint_is_also_at_the_root_when_asked() {
+    let server = TestServer::start(HttpConfig {
+        serve_at_root: true,
+        ..HttpConfig::default()
+    })
+    .await;
+    let headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let at_root = server
+        .client()
+        .send_to(
+            Method::POST,
+            "/",
+            &headers,
+            Some(&initialize(1).to_string()),
+        )
+        .await;
+    assert_eq!(at_root.status(), StatusCode::OK);
+    assert!(session_id(at_root.headers()).is_some());
+    let default = TestServer::start(HttpConfig::default()).await;
+    let not_there = default
+        .client()
+        .send_to(
+            Method::POST,
+            "/",
+            &headers,
+            Some(&initialize(1).to_string()),
+        )
+        .await;
+    assert_eq!(not_there.status(), StatusCode::NOT_FOUND);
+}
