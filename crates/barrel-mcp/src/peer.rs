@@ -205,6 +205,14 @@ impl Peer {
         }
     }
 
+    /// A handle whose messages belong to no inbound request.
+    pub(crate) fn unrelated(&self) -> Peer {
+        Peer {
+            shared: Arc::clone(&self.shared),
+            related: None,
+        }
+    }
+
     /// True once the connection has ended (or is ending).
     pub fn is_closed(&self) -> bool {
         self.shared.closed.is_cancelled()

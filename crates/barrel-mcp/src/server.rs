@@ -29,6 +29,7 @@ mod listen;
 mod registry;
 pub mod request_state;
 mod session;
+mod session_handle;
 mod stateless;
 pub mod uri_template;
 pub mod validation;
@@ -55,6 +56,7 @@ pub use handler::{
 };
 use registry::Registry;
 use request_state::RequestStateCodec;
+pub use session_handle::SessionHandle;
 #[cfg(feature = "http-server")]
 pub(crate) use stateless::unsupported_version;
 
@@ -134,6 +136,8 @@ struct Inner {
     open_subscriptions: std::sync::atomic::AtomicUsize,
     /// One permit per running handler ([`ServerConfig::max_running_handlers`]).
     running: Arc<tokio::sync::Semaphore>,
+    /// The live sessions, by id; a connection's session is removed when it ends.
+    sessions: std::sync::Mutex<std::collections::HashMap<String, SessionHandle>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -208,6 +212,34 @@ impl Server {
     pub async fn serve_stdio(&self) -> crate::Result<()> {
         self.serve(crate::transport::stdio::StdioTransport::stdio())
             .await
+    }
+
+    /// The live session named `id` ([`Ctx::session_id`]), to reach it from outside a handler;
+    /// `None` once it has ended (or for an id it never had).
+    pub fn session(&self, id: &str) -> Option<SessionHandle> {
+        self.sessions().get(id).cloned()
+    }
+
+    /// Every live session, in no particular order.
+    pub fn live_sessions(&self) -> Vec<SessionHandle> {
+        self.sessions().values().cloned().collect()
+    }
+
+    fn sessions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, SessionHandle>> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn register_session(&self, handle: SessionHandle) {
+        self.sessions().insert(handle.id().to_owned(), handle);
+    }
+
+    pub(crate) fn forget_session(&self, id: &str) {
+        self.sessions().remove(id);
     }
 
     /// Adds (or replaces) a tool at run time and tells connected clients the list changed.

@@ -229,6 +229,7 @@ impl ServerBuilder {
                         .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
                 )),
                 config: self.config,
+                sessions: std::sync::Mutex::default(),
             }),
         })
     }

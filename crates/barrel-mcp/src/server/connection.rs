@@ -14,6 +14,7 @@ use super::Server;
 use super::context::Scope;
 use super::events::ServerEvent;
 use super::session::{self, Session};
+use super::session_handle::SessionHandle;
 use super::{dispatch, stateless};
 use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
 
@@ -47,7 +48,7 @@ impl Connection {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn initialize(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
+    fn initialize(&self, params: Option<Value>, peer: &Peer) -> Result<Value, ErrorObject> {
         let params: InitializeParams = dispatch::decode(params)?;
         let mut state = self.state();
         if matches!(*state, State::Session { .. }) {
@@ -57,6 +58,11 @@ impl Connection {
         }
         let version = session::negotiate(&params.protocol_version);
         let session = Arc::new(Session::new(version, params));
+        self.server.register_session(SessionHandle::new(
+            Arc::clone(&session),
+            peer.unrelated(),
+            self.server.config().client_request_timeout,
+        ));
         *state = State::Session {
             session,
             forwarding: false,
@@ -110,7 +116,7 @@ impl Handler for Connection {
             return Box::pin(dispatch::handle(self.server.clone(), scope, request, cx));
         }
         let session = match request.method.as_str() {
-            "initialize" => return ready(self.initialize(request.params)),
+            "initialize" => return ready(self.initialize(request.params, &cx.peer)),
             "server/discover" => {
                 return ready(Err(ErrorObject::invalid_params(
                     "invalid params: server/discover needs _meta[\"io.modelcontextprotocol/protocolVersion\"]",
@@ -136,6 +142,12 @@ impl Handler for Connection {
             request_log_level: None,
         };
         Box::pin(dispatch::handle(self.server.clone(), scope, request, cx))
+    }
+
+    fn on_close(&self) {
+        if let State::Session { session, .. } = &*self.state() {
+            self.server.forget_session(&session.id);
+        }
     }
 
     fn on_notification(&self, notification: Notification, peer: &Peer) {

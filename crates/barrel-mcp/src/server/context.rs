@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::Server;
 use super::input::InputMode;
 use super::session::Session;
+use super::session_handle::SessionHandle;
 use crate::Error;
 use crate::auth::AuthInfo;
 use crate::peer::Peer;
@@ -170,6 +171,24 @@ impl Ctx {
         self.inner.caller.as_deref().and_then(Caller::http_request)
     }
 
+    /// The session this request belongs to, as a handle that may outlive the handler (to log,
+    /// report progress, notify list changes or ask the client from a background task); `None`
+    /// in 2026-07-28, which has no sessions (see [`SessionHandle`]).
+    pub fn session(&self) -> Option<SessionHandle> {
+        let session = self.inner.scope.session.as_ref()?;
+        Some(SessionHandle::new(
+            Arc::clone(session),
+            self.inner.peer.unrelated(),
+            self.inner.server.config().client_request_timeout,
+        ))
+    }
+
+    /// The id of the session this request belongs to ([`Server::session`] finds it); `None`
+    /// in 2026-07-28.
+    pub fn session_id(&self) -> Option<&str> {
+        self.inner.scope.session.as_deref().map(|s| s.id.as_str())
+    }
+
     /// The server handling the request (to add tools, notify updates, ...).
     pub fn server(&self) -> &Server {
         &self.inner.server
@@ -236,14 +255,13 @@ impl Ctx {
         logger: Option<&str>,
         data: impl Serialize,
     ) -> crate::Result<()> {
-        let threshold = match &self.inner.scope.session {
-            Some(session) => session.log_level(),
-            None => self.inner.scope.request_log_level,
-        };
-        let wanted = match (&self.inner.scope.session, threshold) {
-            (_, Some(threshold)) => level >= threshold,
-            (Some(_), None) => true,
-            (None, None) => false,
+        let wanted = match &self.inner.scope.session {
+            Some(session) => session.wants_log(level),
+            None => self
+                .inner
+                .scope
+                .request_log_level
+                .is_some_and(|threshold| level >= threshold),
         };
         if !wanted || self.is_cancelled() {
             return Ok(());

@@ -14,6 +14,8 @@ use super::Server;
 /// One client's session.
 #[derive(Debug)]
 pub(crate) struct Session {
+    /// The server's name for the session (128 random bits, hex).
+    pub(crate) id: String,
     pub(crate) version: ProtocolVersion,
     pub(crate) client_capabilities: Arc<ClientCapabilities>,
     pub(crate) client_info: Arc<Implementation>,
@@ -24,6 +26,7 @@ pub(crate) struct Session {
 impl Session {
     pub(crate) fn new(version: ProtocolVersion, params: InitializeParams) -> Self {
         Self {
+            id: random_id(),
             version,
             client_capabilities: Arc::new(params.capabilities),
             client_info: Arc::new(params.client_info),
@@ -35,6 +38,12 @@ impl Session {
     /// The level set with `logging/setLevel`, if any.
     pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
         *lock(&self.log_level)
+    }
+
+    /// True when a log message at `level` is to be sent: everything until the client sets a
+    /// level, then what is at or above it.
+    pub(crate) fn wants_log(&self, level: LoggingLevel) -> bool {
+        self.log_level().is_none_or(|threshold| level >= threshold)
     }
 
     pub(crate) fn set_log_level(&self, level: LoggingLevel) {

@@ -5,6 +5,7 @@
 //! what went over the wire.
 
 pub(crate) mod fixture;
+mod handles;
 mod lifecycle;
 mod listen;
 mod listing;

@@ -1,0 +1,225 @@
+//! [`SessionHandle`]: a live session, reachable from outside a handler (barrel_mcp's
+//! `notify_progress`, `notify_log`, `notify_list_changed`, `sampling_create_message`,
+//! `elicit_create` and `roots_list` addressed to a session).
+//!
+//! A handler gets one with [`Ctx::session`](super::Ctx::session) and may keep it, or hand it to
+//! a background task; [`Server::session`](super::Server::session) finds one by its id. It
+//! speaks to its session only, with the same rules as a handler: log messages follow the
+//! session's level, and questions to the client need the capability the client declared. Once
+//! the session has ended every call fails with [`Error::Closed`](crate::Error::Closed).
+//!
+//! The 2026-07-28 revision has no sessions: there, what a background task wants a client to
+//! hear travels on a `subscriptions/listen` stream (list changes, resource updates; see
+//! [`Server::notify_resource_updated`](super::Server::notify_resource_updated)), and progress,
+//! logs and questions belong to the request being served.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp_types::{
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, InputRequest, ListRootsResult, LoggingLevel, ProgressToken,
+    ProtocolVersion,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::input;
+use super::session::Session;
+use crate::Error;
+use crate::peer::Peer;
+
+/// A live session of the sessionful revisions. Cheap to clone.
+#[derive(Clone)]
+pub struct SessionHandle {
+    session: Arc<Session>,
+    /// The connection, with no inbound request attached: what it sends goes to the session's
+    /// general stream (the GET stream over HTTP).
+    peer: Peer,
+    client_request_timeout: Duration,
+}
+
+impl std::fmt::Debug for SessionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHandle")
+            .field("id", &self.session.id)
+            .field("closed", &self.peer.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionHandle {
+    pub(crate) fn new(session: Arc<Session>, peer: Peer, client_request_timeout: Duration) -> Self {
+        Self {
+            session,
+            peer,
+            client_request_timeout,
+        }
+    }
+
+    /// The session's id: the server's own name for it (over HTTP it is not the
+    /// `Mcp-Session-Id`, which belongs to the transport).
+    pub fn id(&self) -> &str {
+        &self.session.id
+    }
+
+    /// The revision the session negotiated.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.session.version
+    }
+
+    /// What the client declared it can do.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.session.client_capabilities
+    }
+
+    /// The client's self-description.
+    pub fn client_info(&self) -> &Implementation {
+        &self.session.client_info
+    }
+
+    /// True once the session has ended.
+    pub fn is_closed(&self) -> bool {
+        self.peer.is_closed()
+    }
+
+    /// Resolves when the session ends. Cancel-safe.
+    pub async fn closed(&self) {
+        self.peer.closed().await;
+    }
+
+    /// Sends a log message when the session wants this level (everything until the client
+    /// sets one with `logging/setLevel`, then what is at or above it). Nothing is sent when
+    /// it does not; that is not an error.
+    pub async fn log(&self, level: LoggingLevel, data: impl Serialize) -> crate::Result<()> {
+        self.log_with_logger(level, None, data).await
+    }
+
+    /// [`log`](Self::log) naming a logger.
+    pub async fn log_with_logger(
+        &self,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: impl Serialize,
+    ) -> crate::Result<()> {
+        self.check_open()?;
+        if !self.session.wants_log(level) {
+            return Ok(());
+        }
+        let mut params = json!({ "level": level, "data": serde_json::to_value(data)? });
+        if let Some(logger) = logger {
+            params["logger"] = json!(logger);
+        }
+        self.peer
+            .notify("notifications/message", Some(params))
+            .await
+    }
+
+    /// Reports progress on a request of this session that asked for it with `token` (a
+    /// long-running job that outlives its handler's first answer, say).
+    pub async fn progress(
+        &self,
+        token: &ProgressToken,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> crate::Result<()> {
+        self.check_open()?;
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message
+            && self
+                .session
+                .version
+                .supports(barrel_mcp_types::Feature::ProgressMessage)
+        {
+            params["message"] = json!(message);
+        }
+        self.peer
+            .notify("notifications/progress", Some(params))
+            .await
+    }
+
+    /// Tells this session (and no other) that the tool list changed.
+    pub async fn tools_list_changed(&self) -> crate::Result<()> {
+        self.notify("notifications/tools/list_changed").await
+    }
+
+    /// Tells this session that the resource list changed.
+    pub async fn resources_list_changed(&self) -> crate::Result<()> {
+        self.notify("notifications/resources/list_changed").await
+    }
+
+    /// Tells this session that the prompt list changed.
+    pub async fn prompts_list_changed(&self) -> crate::Result<()> {
+        self.notify("notifications/prompts/list_changed").await
+    }
+
+    /// Tells this session that `uri` changed, when it is subscribed to it; returns whether a
+    /// notification was sent.
+    pub async fn resource_updated(&self, uri: &str) -> crate::Result<bool> {
+        self.check_open()?;
+        if !self.session.is_subscribed(uri) {
+            return Ok(false);
+        }
+        self.peer
+            .notify(
+                "notifications/resources/updated",
+                Some(json!({ "uri": uri })),
+            )
+            .await?;
+        Ok(true)
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`); -32600 when the
+    /// client did not declare sampling.
+    pub async fn create_message(
+        &self,
+        params: CreateMessageParams,
+    ) -> crate::Result<CreateMessageResult> {
+        self.ask(InputRequest::CreateMessage(params)).await
+    }
+
+    /// Asks the user for input (`elicitation/create`); -32600 when the client did not declare
+    /// the mode asked for.
+    pub async fn elicit(&self, params: ElicitRequestParams) -> crate::Result<ElicitResult> {
+        self.ask(InputRequest::Elicit(params)).await
+    }
+
+    /// Asks the client for its roots (`roots/list`); -32600 when it did not declare roots.
+    pub async fn list_roots(&self) -> crate::Result<ListRootsResult> {
+        self.ask(InputRequest::ListRoots).await
+    }
+
+    async fn ask<T: DeserializeOwned>(&self, request: InputRequest) -> crate::Result<T> {
+        self.check_open()?;
+        input::check_capability(&request, &self.session.client_capabilities, false)?;
+        let method = request.method();
+        // The session's end fails the request; nothing else cancels it.
+        let never = CancellationToken::new();
+        let value: Value =
+            input::ask_in_session(&self.peer, &never, request, self.client_request_timeout).await?;
+        serde_json::from_value(value).map_err(|e| {
+            Error::Rpc(barrel_mcp_types::ErrorObject::invalid_params(format!(
+                "malformed answer to {method}: {e}"
+            )))
+        })
+    }
+
+    async fn notify(&self, method: &str) -> crate::Result<()> {
+        self.check_open()?;
+        self.peer.notify(method, None).await
+    }
+
+    fn check_open(&self) -> crate::Result<()> {
+        if self.peer.is_closed() {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
+    }
+}
