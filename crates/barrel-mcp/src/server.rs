@@ -26,6 +26,7 @@ mod handler;
 mod input;
 mod invoke;
 mod listen;
+mod local;
 mod registry;
 pub mod request_state;
 mod session;

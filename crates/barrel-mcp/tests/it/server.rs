@@ -9,6 +9,7 @@ mod handles;
 mod lifecycle;
 mod listen;
 mod listing;
+mod local;
 mod resources_prompts;
 mod stateless;
 mod tools;
