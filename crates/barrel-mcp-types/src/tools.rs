@@ -201,6 +201,29 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// The structured content read as a `T` (the type the tool's `outputSchema` describes);
+    /// an error when there is none or it does not fit.
+    pub fn structured_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        match &self.structured_content {
+            Some(value) => T::deserialize(value),
+            None => Err(serde::de::Error::custom(
+                "the result has no structuredContent",
+            )),
+        }
+    }
+
+    /// The text of every text block, joined by newlines.
+    pub fn text_content(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self::success(vec![ContentBlock::text(text)])

@@ -32,6 +32,7 @@ pub mod request_state;
 mod session;
 mod session_handle;
 mod stateless;
+mod typed;
 pub mod uri_template;
 pub mod validation;
 
@@ -60,6 +61,7 @@ use request_state::RequestStateCodec;
 pub use session_handle::SessionHandle;
 #[cfg(feature = "http-server")]
 pub(crate) use stateless::unsupported_version;
+pub use typed::{IntoPromptResult, IntoResourceContents};
 
 /// Limits and defaults of a server. Every field has a documented default.
 #[derive(Debug, Clone)]

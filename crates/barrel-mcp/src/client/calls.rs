@@ -36,8 +36,42 @@ impl Client {
     /// `server/discover` (2026-07-28): the server's revisions, capabilities and instructions.
     pub async fn discover(&self) -> Result<DiscoverResult> {
         self.require_modern(names::SERVER_DISCOVER)?;
-        self.call(names::SERVER_DISCOVER, None, &CallOptions::new())
+        self.call_method(names::SERVER_DISCOVER, None, &CallOptions::new())
             .await
+    }
+
+    /// `tools/call` of `name` with `arguments`: anything that serializes to a JSON object
+    /// (a struct, a map, `serde_json::json!({…})`), or `()` for none.
+    ///
+    /// ```no_run
+    /// # async fn f(client: barrel_mcp::client::Client) -> barrel_mcp::Result<()> {
+    /// #[derive(serde::Deserialize)]
+    /// struct Sum {
+    ///     sum: i64,
+    /// }
+    /// let result = client.call("add", serde_json::json!({ "a": 2, "b": 40 })).await?;
+    /// let sum: Sum = result.structured_as()?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: impl serde::Serialize,
+    ) -> Result<CallToolResult> {
+        let arguments = match serde_json::to_value(arguments)? {
+            serde_json::Value::Object(arguments) => Some(arguments),
+            serde_json::Value::Null => None,
+            _ => {
+                return Err(Error::Rpc(barrel_mcp_types::ErrorObject::invalid_params(
+                    "tool arguments must be a JSON object",
+                )));
+            }
+        };
+        self.call_tool(CallToolParams {
+            arguments,
+            ..CallToolParams::new(name)
+        })
+        .await
     }
 
     /// `tools/call`.
@@ -99,7 +133,7 @@ impl Client {
                 && (caps.prompts.is_some() || caps.resources.is_some()));
         self.require(advertised, "completions")?;
         let params = serde_json::to_value(params)?;
-        self.call(
+        self.call_method(
             names::COMPLETION_COMPLETE,
             Some(params),
             &CallOptions::new(),
@@ -176,7 +210,7 @@ impl Client {
             notifications: filter,
             meta: None,
         })?;
-        self.call(names::SUBSCRIPTIONS_LISTEN, Some(params), &options)
+        self.call_method(names::SUBSCRIPTIONS_LISTEN, Some(params), &options)
             .await
     }
 
@@ -241,7 +275,7 @@ impl Client {
     }
 
     /// Sends one request and decodes its result.
-    pub(crate) async fn call<R: DeserializeOwned>(
+    pub(crate) async fn call_method<R: DeserializeOwned>(
         &self,
         method: &str,
         params: Option<Value>,
@@ -264,7 +298,7 @@ impl Client {
         };
         let Some(envelope) = self.inner.envelope.as_ref() else {
             return self
-                .call(method, Some(Value::Object(params)), options)
+                .call_method(method, Some(Value::Object(params)), options)
                 .await;
         };
         let cancel = options

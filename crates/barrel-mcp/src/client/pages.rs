@@ -128,7 +128,7 @@ impl Client {
         let (advertised, what) = L::advertised(self.capabilities());
         self.require(advertised, what)?;
         let params = serde_json::to_value(PaginatedParams { cursor, meta: None })?;
-        self.call(L::METHOD, Some(params), &CallOptions::new())
+        self.call_method(L::METHOD, Some(params), &CallOptions::new())
             .await
     }
 

@@ -19,6 +19,7 @@ use super::handler::{
 };
 use super::registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
 use super::request_state::RequestStateCodec;
+use super::typed::{self, IntoPromptResult, IntoResourceContents};
 use super::{Ctx, Inner, Server, ServerConfig};
 use crate::Error;
 
@@ -168,6 +169,101 @@ impl ServerBuilder {
             .prompts
             .insert(PromptEntry { prompt, handler });
         self
+    }
+
+    /// Adds a prompt whose arguments are the fields of `A`: each field an argument described
+    /// by its doc comment, required unless it is an `Option` (or has a default). The handler
+    /// gets the arguments as an `A` (values that do not fit are -32602) and returns a
+    /// `String` (one user message), a `Vec<PromptMessage>`, or a [`GetPromptResult`].
+    ///
+    /// ```
+    /// use barrel_mcp::server::{Ctx, Server};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Review {
+    ///     /// The code to review.
+    ///     code: String,
+    ///     /// How strict to be.
+    ///     strictness: Option<String>,
+    /// }
+    ///
+    /// let server = Server::builder()
+    ///     .typed_prompt("review", "Review code", |_: Ctx, args: Review| async move {
+    ///         let strictness = args.strictness.as_deref().unwrap_or("fair");
+    ///         Ok(format!("Review this code, {strictness}ly:\n{}", args.code))
+    ///     })
+    ///     .build();
+    /// assert!(server.is_ok());
+    /// ```
+    pub fn typed_prompt<A, R, F, Fut>(mut self, name: &str, description: &str, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: IntoPromptResult,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::Result<R>> + Send + 'static,
+    {
+        let arguments = match typed::prompt_arguments::<A>() {
+            Ok(arguments) => arguments,
+            Err(why) => {
+                self.fail(Error::Definition(format!("prompt {name}: {why}")));
+                return self;
+            }
+        };
+        let prompt = Prompt::new(name)
+            .with_description(description)
+            .with_arguments(arguments);
+        let handler = Arc::new(handler);
+        self.prompt(prompt, move |ctx, arguments: PromptArguments| {
+            let handler = Arc::clone(&handler);
+            async move {
+                let arguments: A = typed::from_strings(&arguments, "prompt arguments")?;
+                Ok(handler(ctx, arguments).await?.into_prompt_result())
+            }
+        })
+    }
+
+    /// Adds a resource template whose variables are read into `V` (a struct with one field
+    /// per variable; values that do not fit are -32602). The handler returns a `String` (one
+    /// text content with the template's MIME type) or the contents themselves.
+    ///
+    /// ```
+    /// use barrel_mcp::server::{Ctx, Server};
+    /// use barrel_mcp::types::ResourceTemplate;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize)]
+    /// struct Note {
+    ///     id: String,
+    /// }
+    ///
+    /// let server = Server::builder()
+    ///     .typed_template(
+    ///         ResourceTemplate::new("notes://{id}", "note").with_mime_type("text/plain"),
+    ///         |_: Ctx, note: Note| async move { Ok(format!("note {}", note.id)) },
+    ///     )
+    ///     .build();
+    /// assert!(server.is_ok());
+    /// ```
+    pub fn typed_template<V, R, F, Fut>(self, template: ResourceTemplate, handler: F) -> Self
+    where
+        V: DeserializeOwned + Send + 'static,
+        R: IntoResourceContents,
+        F: Fn(Ctx, V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::Result<R>> + Send + 'static,
+    {
+        let mime_type = template.mime_type.clone();
+        let handler = Arc::new(handler);
+        self.resource_template(template, move |ctx, request: ResourceRequest| {
+            let handler = Arc::clone(&handler);
+            let mime_type = mime_type.clone();
+            async move {
+                let variables: V = typed::from_strings(&request.variables, "template variables")?;
+                let contents = handler(ctx, variables).await?;
+                Ok(contents.into_contents(&request.uri, mime_type.as_deref()))
+            }
+        })
     }
 
     /// Completes the argument `argument` of the prompt `prompt`.

@@ -11,11 +11,10 @@
 use std::collections::BTreeMap;
 
 use barrel_mcp_types::{
-    CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, Prompt,
-    ReadResourceParams, ReadResourceResult, Resource, ResourceTemplate, Tool,
+    CallToolResult, GetPromptParams, GetPromptResult, Prompt, ReadResourceParams,
+    ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 use serde::Serialize;
-use serde_json::Value;
 
 use super::Server;
 use crate::client::{Client, ClientBuilder};
@@ -48,20 +47,7 @@ impl Server {
         name: &str,
         arguments: impl Serialize,
     ) -> crate::Result<CallToolResult> {
-        let arguments = match serde_json::to_value(arguments)? {
-            Value::Object(arguments) => Some(arguments),
-            Value::Null => None,
-            _ => {
-                return Err(
-                    ErrorObject::invalid_params("tool arguments must be a JSON object").into(),
-                );
-            }
-        };
-        let params = CallToolParams {
-            arguments,
-            ..CallToolParams::new(name)
-        };
-        self.connect_local().await?.call_tool(params).await
+        self.connect_local().await?.call(name, arguments).await
     }
 
     /// Reads the resource at `uri` (a fixed resource, or one a template matches).

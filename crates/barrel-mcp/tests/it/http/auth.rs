@@ -778,6 +778,27 @@ impl std::io::Write for ThreadCapture {
     }
 }
 
+/// Lets through the events of capturing threads. Every call site stays "sometimes" interesting,
+/// so one first reached on a thread that does not capture is not switched off for good.
+struct CapturingThreads;
+
+impl<S> tracing_subscriber::layer::Filter<S> for CapturingThreads {
+    fn enabled(
+        &self,
+        _: &tracing::Metadata<'_>,
+        _: &tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        capturing()
+    }
+
+    fn callsite_enabled(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+}
+
 /// Captures everything this thread logs, at every level, from now on. The subscriber is the
 /// process's global one (installed once), so no call site's interest is cached as "nobody
 /// listens" by a test running meanwhile; it formats only the events of capturing threads.
@@ -789,7 +810,7 @@ fn capture_logs() {
         let layer = tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .with_writer(|| ThreadCapture)
-            .with_filter(tracing_subscriber::filter::filter_fn(|_| capturing()));
+            .with_filter(CapturingThreads);
         let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
     });
     CAPTURED.with(|captured| *captured.borrow_mut() = Some(Vec::new()));

@@ -57,3 +57,99 @@ async fn local_reads_prompts_and_lists() {
         .await;
     assert!(no_name.is_err());
 }
+
+/// A review request.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Review {
+    /// The code to review.
+    code: String,
+    /// How strict to be.
+    strictness: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Note {
+    id: u32,
+}
+
+#[tokio::test]
+async fn typed_prompts_and_templates() {
+    use barrel_mcp::server::{Ctx, Server};
+    use barrel_mcp::types::ResourceTemplate;
+    let server = Server::builder()
+        .name("typed", "1.0.0")
+        .typed_prompt("review", "Review code", |_: Ctx, args: Review| async move {
+            let strictness = args.strictness.unwrap_or_else(|| "fair".to_owned());
+            Ok(format!("{strictness}: {}", args.code))
+        })
+        .typed_template(
+            ResourceTemplate::new("notes://{id}", "note").with_mime_type("text/plain"),
+            |_: Ctx, note: Note| async move { Ok(format!("note number {}", note.id + 1)) },
+        )
+        .build()
+        .expect("server");
+    let prompts = server.list_prompts().await.expect("prompts");
+    let arguments = prompts[0].arguments.clone().unwrap_or_default();
+    let described: Vec<(&str, Option<bool>)> = arguments
+        .iter()
+        .map(|a| (a.name.as_str(), a.required))
+        .collect();
+    assert_eq!(described, [("code", Some(true)), ("strictness", None)]);
+    let result = server
+        .get_prompt("review", [("code", "x = 1")])
+        .await
+        .expect("prompt");
+    let text = match &result.messages[0].content {
+        ContentBlock::Text(text) => text.text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(text, "fair: x = 1");
+    let note = server.read_resource("notes://41").await.expect("note");
+    match &note.contents[0] {
+        ResourceContents::Text(text) => {
+            assert_eq!(text.text, "note number 42");
+            assert_eq!(text.mime_type.as_deref(), Some("text/plain"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A variable that does not fit the struct is invalid params, not a panic.
+    let bad = server
+        .read_resource("notes://forty")
+        .await
+        .expect_err("not a number");
+    assert_eq!(bad.as_rpc().map(|e| e.code.0), Some(-32602));
+}
+
+#[tokio::test]
+async fn a_client_calls_with_any_serializable_arguments_and_reads_typed_results() {
+    #[derive(serde::Serialize)]
+    struct AddArgs {
+        a: i64,
+        b: i64,
+    }
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Sum {
+        sum: i64,
+    }
+    let (server, _) = fixture::server();
+    let client = server.connect_local().await.expect("client");
+    let result = client
+        .call("add", AddArgs { a: 2, b: 40 })
+        .await
+        .expect("add");
+    assert_eq!(
+        result.structured_as::<Sum>().expect("typed"),
+        Sum { sum: 42 }
+    );
+    assert_eq!(result.text_content(), r#"{"sum":42}"#);
+    let echoed = client
+        .call("echo", json!({ "message": "hi" }))
+        .await
+        .expect("echo");
+    assert_eq!(echoed.text_content(), "hi");
+    assert!(
+        echoed.structured_as::<Sum>().is_err(),
+        "no structured content"
+    );
+    assert!(client.call("echo", "not an object").await.is_err());
+}
