@@ -76,3 +76,8 @@ pub mod transport;
 
 pub use barrel_mcp_types as types;
 pub use error::{Error, HttpError, Result};
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
