@@ -12,9 +12,11 @@ mod handler;
 mod http;
 #[cfg(all(feature = "http-client-tls", feature = "tls"))]
 mod https;
+mod keepalive;
 #[cfg(feature = "http-client")]
 mod misbehaving;
 mod mrtr;
+mod pagination;
 mod progress;
 mod subscriptions;
 
