@@ -71,6 +71,16 @@ impl ContentBlock {
         Self::Audio(AudioContent::new(data, mime_type))
     }
 
+    /// An image block from raw bytes.
+    pub fn image_bytes(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Image(ImageContent::from_bytes(bytes, mime_type))
+    }
+
+    /// An audio block from raw bytes.
+    pub fn audio_bytes(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::Audio(AudioContent::from_bytes(bytes, mime_type))
+    }
+
     /// A link to a resource.
     pub fn resource_link(link: impl Into<ResourceLink>) -> Self {
         Self::ResourceLink(link.into())
@@ -180,6 +190,27 @@ impl ImageContent {
             ..Self::default()
         }
     }
+
+    /// Image content from raw bytes (base64-encoded here).
+    pub fn from_bytes(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::new(encode_base64(bytes), mime_type)
+    }
+
+    /// The raw bytes; `None` when `data` is not valid base64.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        decode_base64(&self.data)
+    }
+}
+
+/// Standard base64 with padding, as the spec's `data` and `blob` fields carry.
+fn encode_base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn decode_base64(data: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(data).ok()
 }
 
 /// Audio content (2025-03-26 and later).
@@ -206,6 +237,16 @@ impl AudioContent {
             mime_type: mime_type.into(),
             ..Self::default()
         }
+    }
+
+    /// Audio content from raw bytes (base64-encoded here).
+    pub fn from_bytes(bytes: &[u8], mime_type: impl Into<String>) -> Self {
+        Self::new(encode_base64(bytes), mime_type)
+    }
+
+    /// The raw bytes; `None` when `data` is not valid base64.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        decode_base64(&self.data)
     }
 }
 
@@ -305,5 +346,25 @@ impl EmbeddedResource {
             annotations: None,
             meta: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod byte_tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_through_base64() {
+        let png = [0x89, b'P', b'N', b'G', 0, 255];
+        let image = ImageContent::from_bytes(&png, "image/png");
+        // Checked with Python: base64.b64encode(bytes([0x89, 80, 78, 71, 0, 255])).
+        assert_eq!(image.data, "iVBORwD/");
+        assert_eq!(image.bytes().as_deref(), Some(&png[..]));
+        let audio = ContentBlock::audio_bytes(b"RIFF", "audio/wav");
+        match audio {
+            ContentBlock::Audio(audio) => assert_eq!(audio.bytes().as_deref(), Some(&b"RIFF"[..])),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(ImageContent::new("not base64!", "image/png").bytes(), None);
     }
 }

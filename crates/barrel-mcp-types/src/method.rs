@@ -126,6 +126,9 @@ pub mod names {
         "notifications/subscriptions/acknowledged";
     /// `notifications/tasks/status` (2025-11-25).
     pub const NOTIFICATIONS_TASKS_STATUS: &str = "notifications/tasks/status";
+    /// `notifications/replay_truncated`: barrel-mcp's notice that a resumed stream lost events
+    /// (not a spec method).
+    pub const NOTIFICATIONS_REPLAY_TRUNCATED: &str = "notifications/replay_truncated";
 }
 
 macro_rules! request_methods {

@@ -141,6 +141,32 @@ impl Client {
         .await
     }
 
+    /// Tells the server the client's roots changed (`notifications/roots/list_changed`), so it
+    /// asks for them again. Needs a session (2026-07-28 has no such notification: the server
+    /// asks for roots with each request that needs them) and the `roots.listChanged`
+    /// capability this client declared; otherwise [`Error::Unsupported`] and nothing is sent.
+    pub async fn notify_roots_list_changed(&self) -> Result<()> {
+        if self.inner.envelope.is_some() {
+            return Err(Error::Unsupported(
+                "notifications/roots/list_changed does not exist in 2026-07-28".to_owned(),
+            ));
+        }
+        let declared = self
+            .client_capabilities()
+            .roots
+            .as_ref()
+            .is_some_and(|roots| roots.list_changed == Some(true));
+        if !declared {
+            return Err(Error::Unsupported(
+                "this client did not declare roots.listChanged".to_owned(),
+            ));
+        }
+        self.inner
+            .peer
+            .notify(names::NOTIFICATIONS_ROOTS_LIST_CHANGED, None)
+            .await
+    }
+
     /// Sets the level of the log messages the server sends. In a session this is
     /// `logging/setLevel`; 2026-07-28 removed it, so there the level is sent with every later
     /// request (`_meta` `io.modelcontextprotocol/logLevel`), which opts in to log messages.

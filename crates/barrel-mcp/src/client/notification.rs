@@ -3,7 +3,7 @@
 use barrel_mcp_types::method::names;
 use barrel_mcp_types::{
     ElicitationCompleteParams, LoggingMessageParams, Notification, ProgressParams,
-    ResourceUpdatedParams, SubscriptionsAcknowledgedParams,
+    ReplayTruncatedParams, ResourceUpdatedParams, SubscriptionsAcknowledgedParams,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -32,6 +32,9 @@ pub enum ServerNotification {
     /// `notifications/subscriptions/acknowledged`: what a `subscriptions/listen` will deliver
     /// (2026-07-28).
     SubscriptionsAcknowledged(SubscriptionsAcknowledgedParams),
+    /// `notifications/replay_truncated`: a resumed Streamable HTTP stream (from a barrel-mcp
+    /// server) lost events older than the server kept.
+    ReplayTruncated(ReplayTruncatedParams),
     /// Any other notification, or a known one whose params did not decode.
     Other(Notification),
 }
@@ -53,6 +56,7 @@ impl ServerNotification {
             names::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED => {
                 decode(params).map(Self::SubscriptionsAcknowledged)
             }
+            names::NOTIFICATIONS_REPLAY_TRUNCATED => decode(params).map(Self::ReplayTruncated),
             _ => None,
         };
         decoded.unwrap_or(Self::Other(notification))
@@ -64,4 +68,26 @@ fn decode<T: DeserializeOwned>(params: Option<&Value>) -> Option<T> {
         .cloned()
         .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
     serde_json::from_value(params).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_truncated_replay_is_decoded() {
+        let notice = Notification {
+            method: names::NOTIFICATIONS_REPLAY_TRUNCATED.to_owned(),
+            params: Some(json!({ "lastEventId": "3.7", "firstAvailableEventId": null })),
+        };
+        assert_eq!(
+            ServerNotification::parse(notice),
+            ServerNotification::ReplayTruncated(ReplayTruncatedParams {
+                last_event_id: "3.7".to_owned(),
+                first_available_event_id: None,
+            })
+        );
+    }
 }

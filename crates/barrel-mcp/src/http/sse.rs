@@ -26,7 +26,6 @@ use std::time::Duration;
 use axum::body::Body;
 use barrel_mcp_types::Message;
 use bytes::Bytes;
-use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::DropGuard;
 
@@ -162,12 +161,13 @@ impl EventStream {
 /// The notice that starts a replay whose cursor is older than what the stream kept (`first` is
 /// the oldest event still available; `None` when nothing of the stream is kept any more).
 pub(crate) fn truncated_notice(stream: u64, after: u64, first: Option<u64>) -> Bytes {
+    let params = barrel_mcp_types::ReplayTruncatedParams {
+        last_event_id: format!("{stream}.{after}"),
+        first_available_event_id: first.map(|first| format!("{stream}.{first}")),
+    };
     let notice = Message::notification(
-        "notifications/replay_truncated",
-        Some(json!({
-            "lastEventId": format!("{stream}.{after}"),
-            "firstAvailableEventId": first.map(|first| format!("{stream}.{first}")),
-        })),
+        barrel_mcp_types::method::names::NOTIFICATIONS_REPLAY_TRUNCATED,
+        serde_json::to_value(params).ok(),
     );
     Bytes::from(format!("event: message\ndata: {}\n\n", notice.to_json()))
 }

@@ -314,3 +314,92 @@ async fn a_server_asking_for_an_undeclared_capability_gets_method_not_found() {
     );
     client.close();
 }
+
+/// Declares roots with `listChanged`.
+struct ChangingRoots;
+
+impl ClientHandler for ChangingRoots {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            roots: Some(RootsCapability {
+                list_changed: Some(true),
+            }),
+            ..ClientCapabilities::default()
+        }
+    }
+}
+
+/// A server side that reports every notification it receives.
+struct Listening(mpsc::UnboundedSender<String>);
+
+impl barrel_mcp::peer::Handler for Listening {
+    fn on_request(
+        &self,
+        request: barrel_mcp::types::Request,
+        _: barrel_mcp::peer::RequestContext,
+    ) -> barrel_mcp::peer::BoxFuture<'static, Result<serde_json::Value, ErrorObject>> {
+        let answer = match request.method.as_str() {
+            "initialize" => Ok(json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "serverInfo": { "name": "listening", "version": "0" }
+            })),
+            other => Err(ErrorObject::method_not_found(other)),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn on_notification(
+        &self,
+        notification: barrel_mcp::types::Notification,
+        _: &barrel_mcp::peer::Peer,
+    ) {
+        let _ = self.0.send(notification.method);
+    }
+}
+
+#[tokio::test]
+async fn roots_list_changed_is_sent_when_declared_and_in_a_session() {
+    let (tx, mut heard) = mpsc::unbounded_channel();
+    let (a, b) = barrel_mcp::transport::memory();
+    let _server = barrel_mcp::peer::serve(b, Arc::new(Listening(tx)), Default::default());
+    let client = within(
+        super::builder(Some(ProtocolVersion::V2025_11_25))
+            .handler(ChangingRoots)
+            .connect(a),
+    )
+    .await
+    .expect("connects");
+    assert_eq!(
+        within(heard.recv()).await.as_deref(),
+        Some("notifications/initialized")
+    );
+    client.notify_roots_list_changed().await.expect("sent");
+    assert_eq!(
+        within(heard.recv()).await.as_deref(),
+        Some("notifications/roots/list_changed")
+    );
+    // Without the capability, or in 2026-07-28, nothing is sent.
+    let plain = fixture_client(
+        Some(ProtocolVersion::V2025_11_25),
+        Everything {
+            notifications: Mutex::default(),
+        },
+    )
+    .await;
+    assert!(
+        plain
+            .notify_roots_list_changed()
+            .await
+            .expect_err("not declared")
+            .is_unsupported()
+    );
+    let modern = fixture_client(Some(ProtocolVersion::V2026_07_28), ChangingRoots).await;
+    assert!(
+        modern
+            .notify_roots_list_changed()
+            .await
+            .expect_err("no such notification")
+            .is_unsupported()
+    );
+}
