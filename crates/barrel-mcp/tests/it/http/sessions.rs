@@ -358,3 +358,66 @@ async fn one_anonymous_address_cannot_take_every_session() {
     }
     assert_eq!(http.session_count(), 6);
 }
+
+#[tokio::test]
+async fn a_session_handle_speaks_on_the_sessions_get_stream() {
+    use std::sync::{Arc, Mutex};
+
+    use barrel_mcp::server::{Ctx, Server, SessionHandle};
+    use barrel_mcp::types::LoggingLevel;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+
+    let kept: Arc<Mutex<Option<SessionHandle>>> = Arc::default();
+    let slot = Arc::clone(&kept);
+    let server = Server::builder()
+        .name("handles", "1.0.0")
+        .tool("keep", "Keeps the session", move |ctx: Ctx, _: NoArgs| {
+            let slot = Arc::clone(&slot);
+            async move {
+                *slot.lock().expect("slot") = ctx.session();
+                Ok("kept")
+            }
+        })
+        .build()
+        .expect("server");
+    let server = TestServer::start_with(server, HttpConfig::default()).await;
+    let mut alice = server.client();
+    alice.initialize().await;
+    let mut bob = server.client();
+    bob.initialize().await;
+    let stream = |client: &super::Client| {
+        let client = client.clone();
+        async move {
+            let response = client
+                .send(Method::GET, &[("accept", "text/event-stream")], None)
+                .await;
+            assert_eq!(response.status(), StatusCode::OK);
+            SseReader::new(response)
+        }
+    };
+    let mut alice_stream = stream(&alice).await;
+    let mut bob_stream = stream(&bob).await;
+    let keep = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"keep","arguments":{}}});
+    SseReader::new(alice.post(&keep).await).next_message().await;
+    let handle = kept.lock().expect("slot").take().expect("kept");
+    handle
+        .log(LoggingLevel::Info, "from the background")
+        .await
+        .expect("log");
+    let note = alice_stream.next_message().await;
+    assert_eq!(note["method"], "notifications/message");
+    assert_eq!(note["params"]["data"], "from the background");
+    // Bob's stream carries its priming event and nothing else.
+    let heard = tokio::time::timeout(Duration::from_millis(200), async {
+        loop {
+            match bob_stream.next_event().await {
+                Some(event) if event.data.is_empty() => continue,
+                other => break other,
+            }
+        }
+    })
+    .await;
+    assert!(heard.is_err(), "bob heard {heard:?}");
+}
