@@ -8,9 +8,9 @@
 //! - [`Challenge`]: one `WWW-Authenticate` challenge, built by servers and parsed by clients.
 //!
 //! Behind features:
-//! - `server` (feature `auth`): the [`Authenticator`](server::Authenticator) trait, the built-in
+//! - `server` (feature `auth`): the `Authenticator` trait, the built-in
 //!   providers, scopes and the RFC 9728 protected-resource metadata, plugged into
-//!   [`HttpConfig::auth`](crate::http::HttpConfig::auth).
+//!   `HttpConfig::auth`.
 
 use std::fmt;
 use std::time::SystemTime;
@@ -26,7 +26,7 @@ pub use challenge::Challenge;
 
 /// The authenticated caller of a request.
 ///
-/// An [`Authenticator`](server::Authenticator) makes one from the request head; handlers read it
+/// An `auth::server::Authenticator` makes one from the request head; handlers read it
 /// with [`Ctx::auth`](crate::server::Ctx::auth). It never holds the raw credential (no token
 /// passthrough): what a handler needs to know about the caller is here, and nothing it could
 /// replay elsewhere.

@@ -168,7 +168,7 @@ impl StreamableHttp {
             )
     }
 
-    /// The RFC 9728 protected-resource metadata routes, when [`HttpConfig::auth`] names a
+    /// The RFC 9728 protected-resource metadata routes, when `HttpConfig::auth` names a
     /// resource (feature `auth`; empty otherwise): the path-suffixed well-known URL
     /// (`/.well-known/oauth-protected-resource/mcp`) and the root one. [`router`](Self::router)
     /// includes them; an application that nests the router under a prefix must merge these at

@@ -122,7 +122,7 @@ pub struct HttpConfig {
     pub shutdown_timeout: Duration,
     /// Binds each session to the principal that created it (see [`PrincipalResolver`]).
     /// Default none: sessions are bound to the authenticated caller when
-    /// [`auth`](Self::auth) is set, and not bound otherwise.
+    /// `auth` is set, and not bound otherwise.
     pub principal: Option<PrincipalResolver>,
     /// Authentication and authorization in front of every path (feature `auth`): who may call,
     /// which scopes each operation needs, and the RFC 9728 metadata. Default none: every

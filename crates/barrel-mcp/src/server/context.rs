@@ -158,7 +158,7 @@ impl Ctx {
 
     /// The authenticated caller of this request: set on every HTTP path (sessionful, 2026-07-28
     /// and legacy HTTP+SSE) when the server authenticates requests
-    /// ([`HttpConfig::auth`](crate::http::HttpConfig::auth)); `None` over stdio, where the
+    /// (`HttpConfig::auth`, feature `auth`); `None` over stdio, where the
     /// process's environment is the credential, and for anonymous callers.
     pub fn auth(&self) -> Option<&AuthInfo> {
         self.inner.caller.as_deref().and_then(Caller::auth)
