@@ -28,16 +28,20 @@ impl HeaderParam {
     }
 }
 
-/// The annotated arguments of an `inputSchema`, or why the annotations are invalid.
+/// The most annotated arguments one tool may have. A header per argument travels with every
+/// call, so more than this is refused rather than checked (a hostile `tools/list` could carry
+/// hundreds of thousands).
+pub const MAX_HEADER_PARAMS: usize = 64;
+
+/// The annotated arguments of an `inputSchema`, or why the annotations are invalid. Linear in
+/// the size of the schema.
 pub fn header_params(schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
     let mut found = Vec::new();
     collect(schema, &mut Vec::new(), &mut found)?;
-    for (i, a) in found.iter().enumerate() {
-        if found[..i]
-            .iter()
-            .any(|b| b.name.eq_ignore_ascii_case(&a.name))
-        {
-            return Err(format!("x-mcp-header {:?} is used twice", a.name));
+    let mut seen = std::collections::HashSet::with_capacity(found.len());
+    for param in &found {
+        if !seen.insert(param.name.to_ascii_lowercase()) {
+            return Err(format!("x-mcp-header {:?} is used twice", param.name));
         }
     }
     Ok(found)
@@ -65,6 +69,11 @@ fn collect(
             if !matches!(kind, Some("string" | "integer" | "boolean")) {
                 return Err(format!(
                     "x-mcp-header {name:?} must be on a string, integer or boolean property"
+                ));
+            }
+            if found.len() == MAX_HEADER_PARAMS {
+                return Err(format!(
+                    "more than {MAX_HEADER_PARAMS} x-mcp-header annotations"
                 ));
             }
             found.push(HeaderParam {
@@ -137,5 +146,34 @@ mod tests {
         ] {
             assert!(header_params(&schema(bad.clone())).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_flood_of_annotations_is_refused_at_the_cap() {
+        let properties: Map<String, Value> = (0..100_000)
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    json!({ "type": "string", "x-mcp-header": format!("H{i}") }),
+                )
+            })
+            .collect();
+        let flood = schema(json!({ "properties": properties }));
+        let error = header_params(&flood).expect_err("over the cap");
+        assert!(error.contains("more than 64"), "{error}");
+        let at_cap: Map<String, Value> = (0..MAX_HEADER_PARAMS)
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    json!({ "type": "string", "x-mcp-header": format!("H{i}") }),
+                )
+            })
+            .collect();
+        assert_eq!(
+            header_params(&schema(json!({ "properties": at_cap })))
+                .expect("at the cap")
+                .len(),
+            MAX_HEADER_PARAMS
+        );
     }
 }
