@@ -411,8 +411,10 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
     }
     match object.remove("method") {
         Some(Value::String(method)) => {
+            // Params that are not an object are the method's problem, not the envelope's:
+            // invalid params (-32602), like params that do not fit the method.
             let params = take_params(&mut object).map_err(|m| {
-                let mut e = invalid(&id, m);
+                let mut e = DecodeError::new(id.clone(), ErrorObject::invalid_params(m));
                 e.no_reply = id.is_none();
                 e
             })?;
@@ -430,8 +432,10 @@ fn take_params(object: &mut Map<String, Value>) -> Result<Option<Value>, &'stati
     match object.remove("params") {
         None | Some(Value::Null) => Ok(None),
         Some(p @ Value::Object(_)) => Ok(Some(p)),
-        Some(Value::Array(_)) => Err("params must be an object (MCP uses named params)"),
-        Some(_) => Err("params must be an object"),
+        Some(Value::Array(_)) => {
+            Err("invalid params: params must be an object (MCP uses named params)")
+        }
+        Some(_) => Err("invalid params: params must be an object"),
     }
 }
 

@@ -73,6 +73,7 @@ fn check_reject(text: &str, e: &DecodeError, code: i32, reply: &Option<Option<Re
 
 const PARSE: i32 = -32700;
 const INVALID: i32 = -32600;
+const INVALID_PARAMS: i32 = -32602;
 
 #[test]
 fn ids() {
@@ -184,17 +185,16 @@ fn params() {
         r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1]}}"#,
         Request(n(1), Some(json!({"a": [1]}))),
     );
-    check(
-        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
-        Reject(INVALID, Some(Some(n(1)))),
-    );
-    check(
-        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}"#,
-        Reject(INVALID, Some(Some(n(1)))),
-    );
+    // Params that are not an object: invalid params, answered when the frame has an id.
+    for params in ["[1]", r#""x""#, "7", "true"] {
+        check(
+            &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{params}}}"#),
+            Reject(INVALID_PARAMS, Some(Some(n(1)))),
+        );
+    }
     check(
         r#"{"jsonrpc":"2.0","method":"m","params":[1]}"#,
-        Reject(INVALID, None),
+        Reject(INVALID_PARAMS, None),
     );
     check(
         r#"{"jsonrpc":"2.0","id":1,"method":5}"#,

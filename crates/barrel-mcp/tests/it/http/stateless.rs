@@ -351,3 +351,27 @@ async fn annotated_arguments_must_match_their_param_headers() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn params_of_the_wrong_json_type_are_invalid_params_over_http() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let client = server.client();
+    for bad in [json!([1]), json!("x"), json!(3)] {
+        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":bad});
+        let response = post(&client, &body, None, &[]).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad}");
+        let answer = body_json(response).await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+    // In a session too (the HTTP layer decodes the envelope: 400 with the request's id).
+    let mut session = server.client();
+    session.initialize().await;
+    for bad in [json!([1]), json!("x"), json!(3)] {
+        let body = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":bad});
+        let response = session.post(&body).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad}");
+        let answer = body_json(response).await;
+        assert_eq!(answer["error"]["code"], -32602, "{bad}: {answer}");
+        assert_eq!(answer["id"], 9);
+    }
+}

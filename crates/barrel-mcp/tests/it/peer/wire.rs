@@ -53,10 +53,11 @@ async fn raw_json_table() {
             r#"{"jsonrpc":"2.0","id":4,"method":"no/such"}"#,
             Some(json!({"id":4,"error":{"code":-32601}})),
         ),
-        // Params by position are a malformed envelope in MCP: -32600 before the method is known.
+        // Params by position (or any params that is not an object) are invalid params in MCP:
+        // -32602, before the method is even looked at.
         (
             r#"{"jsonrpc":"2.0","id":5,"method":"echo","params":[1,2]}"#,
-            Some(json!({"id":5,"error":{"code":-32600}})),
+            Some(json!({"id":5,"error":{"code":-32602}})),
         ),
         (
             r#"{"jsonrpc":"2.0","id":"abc","method":"echo","params":{"x":1}}"#,

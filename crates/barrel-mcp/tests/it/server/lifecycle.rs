@@ -221,3 +221,58 @@ async fn unknown_methods_and_bad_params_are_named() {
         .expect_err("bad level");
     assert_eq!(bad_level.code.0, -32602);
 }
+
+#[tokio::test]
+async fn params_of_the_wrong_json_type_are_invalid_params_everywhere() {
+    let (server, _) = fixture::server();
+    let session = connect(&server);
+    session.initialize("2025-11-25").await;
+    let methods = [
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+    ];
+    for method in methods {
+        for bad in [json!([1, 2]), json!("text"), json!(7), json!(true)] {
+            let error = session
+                .request(method, bad.clone())
+                .await
+                .expect_err("refused");
+            assert_eq!(
+                error.code.0, -32602,
+                "{method} with {bad}: {}",
+                error.message
+            );
+        }
+    }
+    // The same in 2026-07-28: a params value that is not an object cannot even carry the
+    // envelope, so it is refused as invalid params, whatever the method.
+    let stateless = connect(&server);
+    for method in [
+        "tools/list",
+        "tools/call",
+        "server/discover",
+        "subscriptions/listen",
+    ] {
+        for bad in [json!([1]), json!("x"), json!(3)] {
+            let error = stateless
+                .request(method, bad.clone())
+                .await
+                .expect_err("refused");
+            assert!(
+                [-32602, -32600].contains(&error.code.0),
+                "{method} with {bad}: {} {}",
+                error.code.0,
+                error.message
+            );
+        }
+    }
+}
