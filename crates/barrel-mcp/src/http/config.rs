@@ -102,6 +102,11 @@ pub struct HttpConfig {
     pub replay_events: usize,
     /// Bytes each stream keeps for replay (the oldest events go first). Default 1 MiB.
     pub replay_bytes: usize,
+    /// Bytes all of one session's replay buffers may hold together (the per-stream limits
+    /// alone allow `retained_streams` × `replay_bytes`, and more with many requests running):
+    /// beyond it the oldest events of finished streams go first, then those of the fullest
+    /// stream. Default 8 MiB.
+    pub session_replay_bytes: usize,
     /// Streams one session keeps for replay; beyond that the oldest finished stream is
     /// forgotten. Default 32.
     pub retained_streams: usize,
@@ -161,6 +166,7 @@ impl Default for HttpConfig {
             replay_events: 128,
             replay_bytes: 1024 * 1024,
             retained_streams: 32,
+            session_replay_bytes: 8 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
             sse_first_event_wait: Duration::from_millis(2),
             sse_retry: Duration::from_secs(3),

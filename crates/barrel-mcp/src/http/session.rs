@@ -41,6 +41,8 @@ pub(crate) struct HttpSession {
     routing: Mutex<Routing>,
     limits: Limits,
     retained_streams: usize,
+    /// The most bytes all of the session's replay buffers may hold together.
+    replay_budget: usize,
     /// Cancelled to end the session at once (DELETE, timeouts, a failed `initialize`).
     pub(crate) kill: CancellationToken,
     initialized: AtomicBool,
@@ -54,6 +56,8 @@ struct Routing {
     by_request: HashMap<RequestId, Route>,
     streams: BTreeMap<u64, EventStream>,
     next_stream: u64,
+    /// The bytes every stream's replay buffer holds, together.
+    replay_bytes: usize,
 }
 
 #[derive(Debug)]
@@ -95,6 +99,7 @@ impl HttpSession {
         legacy: bool,
         limits: Limits,
         retained_streams: usize,
+        replay_budget: usize,
         inbound: mpsc::Sender<Inbound>,
     ) -> Self {
         Self {
@@ -108,9 +113,11 @@ impl HttpSession {
                 by_request: HashMap::new(),
                 streams: BTreeMap::new(),
                 next_stream: GET_STREAM + 1,
+                replay_bytes: 0,
             }),
             limits,
             retained_streams,
+            replay_budget,
             kill: CancellationToken::new(),
             initialized: AtomicBool::new(false),
             last_seen: Mutex::new(Instant::now()),
@@ -302,57 +309,39 @@ impl HttpSession {
             routing.init_request = None;
             self.on_initialize_answer(&message);
         }
-        let limits = self.limits;
-        if self.legacy {
+        let destination = if self.legacy {
             // One stream carries everything, responses included.
-            routing
-                .streams
-                .entry(GET_STREAM)
-                .or_insert_with(|| EventStream::new(GET_STREAM))
-                .push(&message, &limits);
-            return;
-        }
-        if let Some(id) = &outgoing.related {
-            if answers.as_ref() == Some(id) {
-                match routing.by_request.remove(id) {
-                    Some(Route::Stream(number)) => {
-                        if let Some(stream) = routing.streams.get_mut(&number) {
-                            stream.push(&message, &limits);
-                            stream.finish();
-                        }
+            Destination::Stream(GET_STREAM, false)
+        } else {
+            destination(&mut routing, outgoing.related.as_ref(), answers.as_ref())
+        };
+        match destination {
+            Destination::Stream(number, finish) => {
+                let limits = self.limits;
+                let stream = if number == GET_STREAM {
+                    Some(
+                        routing
+                            .streams
+                            .entry(GET_STREAM)
+                            .or_insert_with(|| EventStream::new(GET_STREAM)),
+                    )
+                } else {
+                    routing.streams.get_mut(&number)
+                };
+                if let Some(stream) = stream {
+                    let change = stream.push(&message, &limits);
+                    if finish {
+                        stream.finish();
                     }
-                    Some(Route::Json(reply)) => {
-                        let _ = reply.send(message);
-                    }
-                    None => tracing::debug!(%id, "response for a forgotten request dropped"),
-                }
-                return;
-            }
-            match routing.by_request.get(id) {
-                Some(Route::Stream(number)) => {
-                    let number = *number;
-                    if let Some(stream) = routing.streams.get_mut(&number) {
-                        stream.push(&message, &limits);
-                    }
-                    return;
-                }
-                // A JSON reply carries one message: the rest goes to the GET stream.
-                Some(Route::Json(_)) => {}
-                None => {
-                    tracing::debug!(%id, "message for a finished request dropped");
-                    return;
+                    routing.replay_bytes = routing.replay_bytes.saturating_add_signed(change);
+                    keep_replay_budget(&mut routing, self.replay_budget);
                 }
             }
+            Destination::Json(reply) => {
+                let _ = reply.send(message);
+            }
+            Destination::Nowhere(why) => tracing::debug!("{why}; dropped"),
         }
-        if answers.is_some() {
-            tracing::debug!("a response is never sent on the GET stream; dropped");
-            return;
-        }
-        routing
-            .streams
-            .entry(GET_STREAM)
-            .or_insert_with(|| EventStream::new(GET_STREAM))
-            .push(&message, &limits);
     }
 
     /// A session whose `initialize` failed is ended once the answer is out.
@@ -374,6 +363,72 @@ impl HttpSession {
     }
 }
 
+/// Where one outgoing message goes.
+enum Destination {
+    /// Onto this stream; `true` when it is the response that ends it.
+    Stream(u64, bool),
+    /// Into the JSON reply a POST waits for.
+    Json(oneshot::Sender<Message>),
+    /// Nowhere, for the reason given.
+    Nowhere(&'static str),
+}
+
+/// The stream (or JSON reply) of the request a message belongs to; the GET stream for what
+/// belongs to no request (or to a request answered as JSON); never a response on the GET
+/// stream.
+fn destination(
+    routing: &mut Routing,
+    related: Option<&RequestId>,
+    answers: Option<&RequestId>,
+) -> Destination {
+    if let Some(id) = related {
+        if answers == Some(id) {
+            return match routing.by_request.remove(id) {
+                Some(Route::Stream(number)) => Destination::Stream(number, true),
+                Some(Route::Json(reply)) => Destination::Json(reply),
+                None => Destination::Nowhere("response for a forgotten request"),
+            };
+        }
+        match routing.by_request.get(id) {
+            Some(Route::Stream(number)) => return Destination::Stream(*number, false),
+            // A JSON reply carries one message: the rest goes to the GET stream.
+            Some(Route::Json(_)) => {}
+            None => return Destination::Nowhere("message for a finished request"),
+        }
+    }
+    if answers.is_some() {
+        return Destination::Nowhere("a response is never sent on the GET stream");
+    }
+    Destination::Stream(GET_STREAM, false)
+}
+
+/// Keeps the session's replay buffers, all streams together, within `budget` bytes: the oldest
+/// events of finished streams go first, then those of the stream holding the most. A client
+/// resuming past what was dropped is told (`notifications/replay_truncated`).
+fn keep_replay_budget(routing: &mut Routing, budget: usize) {
+    while routing.replay_bytes > budget {
+        let finished = routing
+            .streams
+            .iter()
+            .find(|(_, stream)| stream.is_finished() && stream.replay_bytes() > 0)
+            .map(|(number, _)| *number);
+        let victim = finished.or_else(|| {
+            routing
+                .streams
+                .iter()
+                .max_by_key(|(_, stream)| stream.replay_bytes())
+                .map(|(number, _)| *number)
+        });
+        let freed = victim
+            .and_then(|number| routing.streams.get_mut(&number))
+            .map_or(0, EventStream::drop_oldest);
+        if freed == 0 {
+            break;
+        }
+        routing.replay_bytes -= freed;
+    }
+}
+
 /// Forgets the oldest finished streams nobody reads beyond the retention bound.
 fn forget_old_streams(routing: &mut Routing, retained: usize) {
     while routing.streams.len() > retained.max(1) + 1 {
@@ -384,7 +439,9 @@ fn forget_old_streams(routing: &mut Routing, retained: usize) {
             .map(|(number, _)| *number);
         match oldest {
             Some(number) => {
-                routing.streams.remove(&number);
+                if let Some(stream) = routing.streams.remove(&number) {
+                    routing.replay_bytes -= stream.replay_bytes();
+                }
             }
             None => break,
         }

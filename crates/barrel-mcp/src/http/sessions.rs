@@ -97,6 +97,7 @@ impl Sessions {
             legacy,
             limits,
             config.retained_streams,
+            config.session_replay_bytes,
             tx,
         ));
         {

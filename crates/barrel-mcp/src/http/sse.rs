@@ -110,11 +110,30 @@ impl EventStream {
         Some(Attached { initial, live })
     }
 
-    /// Writes one message: to the replay buffer, and to the live reader when it keeps up.
-    pub(crate) fn push(&mut self, message: &Message, limits: &Limits) {
-        if self.finished {
-            return;
+    /// The bytes the replay buffer holds.
+    pub(crate) fn replay_bytes(&self) -> usize {
+        self.replay_bytes
+    }
+
+    /// Drops the oldest event of the replay buffer; returns the bytes freed (0 when empty). A
+    /// reader resuming from before it is told the replay is truncated.
+    pub(crate) fn drop_oldest(&mut self) -> usize {
+        match self.replay.pop_front() {
+            Some((_, event)) => {
+                self.replay_bytes -= event.len();
+                event.len()
+            }
+            None => 0,
         }
+    }
+
+    /// Writes one message: to the replay buffer, and to the live reader when it keeps up.
+    /// Returns how the replay buffer's size changed, in bytes.
+    pub(crate) fn push(&mut self, message: &Message, limits: &Limits) -> isize {
+        if self.finished {
+            return 0;
+        }
+        let before = self.replay_bytes;
         let seq = self.next_seq;
         self.next_seq += 1;
         let event = Bytes::from(format!(
@@ -141,6 +160,8 @@ impl EventStream {
                 Err(mpsc::error::TrySendError::Closed(_)) => self.live = None,
             }
         }
+        // Both sizes are bounded by the replay limits, far below isize::MAX.
+        self.replay_bytes as isize - before as isize
     }
 
     /// Ends the stream: no more events; the live reader ends after what is queued.

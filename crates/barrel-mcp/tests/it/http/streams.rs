@@ -336,3 +336,47 @@ async fn a_shutdown_that_runs_out_of_time_leaves_no_task_running() {
     );
     assert_eq!(server.http.session_count(), 0);
 }
+
+#[tokio::test]
+async fn a_sessions_replay_buffers_keep_one_budget_together() {
+    let config = HttpConfig {
+        session_replay_bytes: 20_000,
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let mut client = server.client();
+    client.initialize().await;
+    // Six calls, each leaving a stream of about 6 KB (a log message and the response): more
+    // than the session may keep, though each stream is far under its own limit.
+    let big = "x".repeat(6_000);
+    let mut streams = Vec::new();
+    for id in 1..=6 {
+        let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"log","arguments":{"level":"info","message":big}}});
+        let response = client.post(&call).await;
+        let mut reader = SseReader::new(response);
+        let first = reader.next_event().await.expect("priming event");
+        let stream = first.id.expect("event id");
+        let (number, _) = stream.split_once('.').expect("stream.seq");
+        streams.push(number.to_owned());
+        assert_eq!(
+            reader.next_message().await["method"],
+            "notifications/message"
+        );
+        assert_eq!(reader.next_message().await["id"], id);
+    }
+    // The oldest stream was trimmed: resuming it starts with the truncation notice.
+    let mut oldest = resume(&client, &format!("{}.0", streams[0])).await;
+    let notice = oldest.next_message().await;
+    assert_eq!(
+        notice["method"], "notifications/replay_truncated",
+        "{notice}"
+    );
+    // The newest is whole.
+    let mut newest = resume(&client, &format!("{}.0", streams[5])).await;
+    assert_eq!(
+        newest.next_message().await["method"],
+        "notifications/message"
+    );
+    assert_eq!(newest.next_message().await["id"], 6);
+}
