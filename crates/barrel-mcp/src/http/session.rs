@@ -40,9 +40,6 @@ pub(crate) struct HttpSession {
     inbound: Mutex<Option<mpsc::Sender<Inbound>>>,
     routing: Mutex<Routing>,
     limits: Limits,
-    retained_streams: usize,
-    /// The most bytes all of the session's replay buffers may hold together.
-    replay_budget: usize,
     /// Cancelled to end the session at once (DELETE, timeouts, a failed `initialize`).
     pub(crate) kill: CancellationToken,
     initialized: AtomicBool,
@@ -98,8 +95,6 @@ impl HttpSession {
         quota: Option<Quota>,
         legacy: bool,
         limits: Limits,
-        retained_streams: usize,
-        replay_budget: usize,
         inbound: mpsc::Sender<Inbound>,
     ) -> Self {
         Self {
@@ -116,8 +111,6 @@ impl HttpSession {
                 replay_bytes: 0,
             }),
             limits,
-            retained_streams,
-            replay_budget,
             kill: CancellationToken::new(),
             initialized: AtomicBool::new(false),
             last_seen: Mutex::new(Instant::now()),
@@ -187,7 +180,7 @@ impl HttpSession {
                     .expect("a fresh stream takes a fresh reader");
                 routing.streams.insert(number, events);
                 routing.by_request.insert(id.clone(), Route::Stream(number));
-                forget_old_streams(&mut routing, self.retained_streams);
+                forget_old_streams(&mut routing, self.limits.retained_streams);
                 Reply::Stream(attached)
             } else {
                 let (tx, rx) = oneshot::channel();
@@ -334,7 +327,7 @@ impl HttpSession {
                         stream.finish();
                     }
                     routing.replay_bytes = routing.replay_bytes.saturating_add_signed(change);
-                    keep_replay_budget(&mut routing, self.replay_budget);
+                    keep_replay_budget(&mut routing, limits.session_replay_bytes);
                 }
             }
             Destination::Json(reply) => {

@@ -74,6 +74,8 @@ impl Sessions {
             replay_events: config.replay_events,
             replay_bytes: config.replay_bytes,
             retry: config.sse_retry,
+            retained_streams: config.retained_streams,
+            session_replay_bytes: config.session_replay_bytes,
         };
         let (quota, limit, full) = match (&principal, address) {
             (Some(principal), _) => (
@@ -96,8 +98,6 @@ impl Sessions {
             quota,
             legacy,
             limits,
-            config.retained_streams,
-            config.session_replay_bytes,
             tx,
         ));
         {

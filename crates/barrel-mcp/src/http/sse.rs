@@ -36,6 +36,10 @@ pub(crate) struct Limits {
     pub(crate) replay_events: usize,
     pub(crate) replay_bytes: usize,
     pub(crate) retry: Duration,
+    /// Finished streams a session keeps for replay.
+    pub(crate) retained_streams: usize,
+    /// The bytes all of a session's replay buffers may hold together.
+    pub(crate) session_replay_bytes: usize,
 }
 
 /// A stream of one session: its replay buffer and its live reader, if any.
@@ -293,6 +297,8 @@ mod tests {
             replay_events: 3,
             replay_bytes: 1 << 20,
             retry: Duration::from_millis(500),
+            retained_streams: 32,
+            session_replay_bytes: 8 << 20,
         }
     }
 
