@@ -73,6 +73,11 @@ pub struct PeerConfig {
     /// Once the connection ends, how long handlers that were cancelled may take to return
     /// before they are aborted (default 1 s).
     pub handler_grace: Duration,
+    /// Progress notifications one outbound request may have waiting for its caller (the
+    /// client's progress callback); beyond it, new ones are dropped (and logged) until the
+    /// caller catches up, so a chatty peer cannot grow memory through a slow callback
+    /// (default 256).
+    pub progress_queue: usize,
 }
 
 impl Default for PeerConfig {
@@ -83,6 +88,7 @@ impl Default for PeerConfig {
             max_inbound_in_flight: 1024,
             outbound_queue: 1024,
             drain_timeout: Duration::from_secs(5),
+            progress_queue: 256,
             close_grace: Duration::from_secs(2),
             handler_grace: Duration::from_secs(1),
         }
@@ -139,7 +145,10 @@ pub struct RequestOptions {
     /// Receives the params of each `notifications/progress` for this request, in order, all
     /// before the request returns. Setting it (or `reset_timeout_on_progress`) adds a fresh
     /// `_meta.progressToken` to the params, which then must be an object or absent.
-    pub progress: Option<mpsc::UnboundedSender<Value>>,
+    ///
+    /// The channel is bounded by whoever makes it: the peer never waits for room (its read loop
+    /// must not stall), so a notification that finds the channel full is dropped and logged.
+    pub progress: Option<mpsc::Sender<Value>>,
     /// Cancelling this token cancels the request: the peer sends `notifications/cancelled` and
     /// the call returns [`Error::Cancelled`].
     pub cancel: Option<CancellationToken>,
@@ -211,6 +220,11 @@ impl Peer {
             shared: Arc::clone(&self.shared),
             related: None,
         }
+    }
+
+    /// The connection's limits.
+    pub(crate) fn config(&self) -> &PeerConfig {
+        &self.shared.config
     }
 
     /// True once the connection has ended (or is ending).

@@ -153,7 +153,7 @@ async fn request(
     let Some(callback) = options.progress.as_ref() else {
         return peer.request(method, params, peer_options).await;
     };
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::channel(peer.config().progress_queue.max(1));
     peer_options.progress = Some(tx);
     let deliver = |raw: Value| match serde_json::from_value::<ProgressParams>(raw) {
         Ok(progress) => callback(progress),

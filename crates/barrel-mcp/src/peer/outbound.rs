@@ -20,7 +20,7 @@ use crate::transport::Outgoing;
 pub(super) struct Pending {
     reply: oneshot::Sender<Result<Value, Error>>,
     /// Where this request's progress goes, when the caller asked for it.
-    progress: Option<mpsc::UnboundedSender<Value>>,
+    progress: Option<mpsc::Sender<Value>>,
     /// Woken by each progress notification, when progress resets the timeout.
     activity: Option<Arc<Notify>>,
     /// True when the request carries a progress token.
@@ -274,8 +274,10 @@ impl Shared {
         let Some(entry) = pending.get(&token).filter(|entry| entry.has_token) else {
             return false;
         };
-        if let Some(progress) = &entry.progress {
-            let _ = progress.send(params.clone());
+        if let Some(progress) = &entry.progress
+            && let Err(mpsc::error::TrySendError::Full(_)) = progress.try_send(params.clone())
+        {
+            tracing::debug!(token, "progress dropped: the caller is not keeping up");
         }
         if let Some(activity) = &entry.activity {
             activity.notify_one();

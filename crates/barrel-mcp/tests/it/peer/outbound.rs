@@ -197,7 +197,7 @@ async fn explicit_cancel_sends_cancelled() {
 #[tokio::test]
 async fn progress_is_routed_in_order_before_the_response() {
     let (mut raw, served) = serve_memory(PeerConfig::default());
-    let (progress_tx, mut progress_rx) = mpsc::unbounded_channel();
+    let (progress_tx, mut progress_rx) = mpsc::channel(16);
     let options = RequestOptions {
         progress: Some(progress_tx),
         ..Default::default()
@@ -226,6 +226,34 @@ async fn progress_is_routed_in_order_before_the_response() {
         assert_eq!(update, json!({"progressToken":token,"progress":n}));
     }
     assert!(progress_rx.try_recv().is_err(), "no more progress");
+}
+
+#[tokio::test]
+async fn a_caller_that_reads_no_progress_never_stalls_the_connection() {
+    let (mut raw, served) = serve_memory(PeerConfig::default());
+    // A caller that reads nothing until its call is done, with room for 4 updates.
+    let (progress_tx, mut progress_rx) = mpsc::channel(4);
+    let options = RequestOptions {
+        progress: Some(progress_tx),
+        ..Default::default()
+    };
+    let peer = served.peer.clone();
+    let call = tokio::spawn(async move { peer.request("work", None, options).await });
+    let request = next_request(&mut raw).await;
+    let token = token_of(&request);
+    for n in 1..=1_000 {
+        raw.send(progress(&token, n)).await;
+    }
+    raw.send(Response::result(request.id, json!("done")).into())
+        .await;
+    // The read loop went on past the full channel: the response arrived.
+    assert_eq!(
+        within(call).await.expect("join").expect("result"),
+        json!("done")
+    );
+    let kept: Vec<Value> = std::iter::from_fn(|| progress_rx.try_recv().ok()).collect();
+    assert_eq!(kept.len(), 4, "the first four were kept, the rest dropped");
+    assert_eq!(kept[0]["progress"], 1);
 }
 
 #[tokio::test]

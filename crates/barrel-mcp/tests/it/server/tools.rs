@@ -114,7 +114,7 @@ async fn meta_flows_in_and_out() {
 #[tokio::test]
 async fn progress_arrives_in_order_before_the_result() {
     let (client, _) = session().await;
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::channel(16);
     let options = RequestOptions {
         progress: Some(tx),
         ..RequestOptions::default()
