@@ -78,6 +78,6 @@ pub use barrel_mcp_types as types;
 pub use error::{Error, HttpError, Result};
 
 /// The README's Rust examples, compiled as doctests so they stay true.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "auth"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
