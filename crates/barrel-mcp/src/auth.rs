@@ -20,6 +20,8 @@ use zeroize::Zeroizing;
 
 pub mod challenge;
 #[cfg(feature = "auth")]
+pub mod jose;
+#[cfg(feature = "auth")]
 pub mod server;
 
 pub use challenge::Challenge;

@@ -12,10 +12,12 @@ use crate::auth::{AuthInfo, Challenge};
 use crate::peer::BoxFuture;
 
 mod config;
+mod jwt;
 mod resource;
 mod scopes;
 
 pub use config::AuthConfig;
+pub use jwt::{JwtBearer, ScopeClaim};
 pub use resource::{ProtectedResource, WELL_KNOWN};
 pub use scopes::ScopePolicy;
 

@@ -862,3 +862,86 @@ async fn a_trace_log_of_a_whole_auth_run_holds_no_secret() {
         assert!(!log.contains(&secret), "{secret} in the log:\n{log}");
     }
 }
+
+#[tokio::test]
+async fn jwt_bearer_over_the_wire_with_the_exact_challenges() {
+    use barrel_mcp::auth::jose::{Algorithm, SigningKey};
+    use barrel_mcp::auth::server::JwtBearer;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let resource_url = format!("http://{addr}/mcp");
+    let secret = [42u8; 32];
+    let resource = ProtectedResource::new(resource_url.as_str())
+        .and_then(|r| r.authorization_server("https://as.test"))
+        .expect("resource");
+    let metadata = resource.metadata_url();
+    let jwt = JwtBearer::hmac(&secret, Algorithm::HS256)
+        .expect("key")
+        .issuer("https://as.test")
+        .audience(resource_url.as_str());
+    let config = HttpConfig {
+        auth: Some(AuthConfig::new(jwt).resource(resource)),
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start_on(listener, server(), config);
+    let signer = SigningKey::hmac(&secret, Algorithm::HS256).expect("signer");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    let token = |exp: u64, aud: &str| {
+        signer
+            .sign(
+                serde_json::Map::new(),
+                &json!({"iss": "https://as.test", "aud": aud, "sub": "jwt-user", "exp": exp, "scope": "read"}),
+            )
+            .expect("sign")
+    };
+    let client = server.client();
+    let body = enveloped(1, "tools/call", json!({"name": "whoami", "arguments": {}}));
+    let call = |token: String| {
+        let client = client.clone();
+        let body = body.clone();
+        async move {
+            let auth = format!("Bearer {token}");
+            let headers = [
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "whoami"),
+                ("authorization", auth.as_str()),
+            ];
+            client
+                .send(Method::POST, &headers, Some(&body.to_string()))
+                .await
+        }
+    };
+    let ok = call(token(now + 300, &resource_url)).await;
+    assert_eq!(ok.status(), StatusCode::OK);
+    assert_eq!(
+        tool_text(&body_json(ok).await),
+        "jwt-user [read] from=127.0.0.1"
+    );
+    let cases = [
+        (token(now - 3600, &resource_url), "the token has expired"),
+        (
+            token(now + 300, "https://elsewhere/mcp"),
+            "the token is not for this server (aud)",
+        ),
+        ("e30.e30.".to_owned(), "unsupported or missing alg"),
+    ];
+    for (token, reason) in cases {
+        let refused = call(token).await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{reason}");
+        assert_eq!(
+            www_authenticate(&refused),
+            [format!(
+                r#"Bearer error="invalid_token", error_description="{reason}", resource_metadata="{metadata}""#
+            )]
+        );
+    }
+}
