@@ -78,6 +78,25 @@ pub const MCP_SESSION_ID: http::HeaderName = reply::SESSION_ID;
 /// The `MCP-Protocol-Version` header.
 pub const MCP_PROTOCOL_VERSION: http::HeaderName = reply::PROTOCOL_VERSION;
 
+/// The crate-private parsers the fuzz targets reach (feature `fuzzing`).
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing {
+    /// `Host` parsing.
+    pub(crate) fn split_host(text: &str) -> Option<(String, Option<u16>)> {
+        super::guard::split_host(text)
+    }
+
+    /// `Origin` matching under the default configuration.
+    pub(crate) fn origin_allowed(origin: &str) -> bool {
+        super::guard::origin_allowed(&super::HttpConfig::default(), origin)
+    }
+
+    /// `Last-Event-ID` parsing.
+    pub(crate) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
+        super::sse::parse_event_id(text)
+    }
+}
+
 /// The address the request's connection came from: set by the ready listeners, and by axum's
 /// `into_make_service_with_connect_info::<SocketAddr>()` for apps that serve the router
 /// themselves.

@@ -68,6 +68,9 @@
 pub mod auth;
 pub mod client;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(feature = "http-server")]
 pub mod http;
 pub mod peer;

@@ -151,7 +151,7 @@ fn refuse(status: StatusCode, why: &str) -> axum::response::Response {
 
 /// Splits `name[:port]` (or `[v6]:port`) into a lowercased name and the port, if the text is
 /// a plain host: no user info, path or stray characters.
-fn split_host(text: &str) -> Option<(String, Option<u16>)> {
+pub(crate) fn split_host(text: &str) -> Option<(String, Option<u16>)> {
     let (name, port) = if text.starts_with('[') {
         let end = text.find(']')?;
         let inside = &text[1..end];
@@ -199,7 +199,7 @@ fn host_allowed(config: &HttpConfig, name: &str, port: Option<u16>) -> bool {
 }
 
 /// True when `origin` (lowercased) is allowed.
-fn origin_allowed(config: &HttpConfig, origin: &str) -> bool {
+pub(crate) fn origin_allowed(config: &HttpConfig, origin: &str) -> bool {
     if config
         .allowed_origins
         .iter()

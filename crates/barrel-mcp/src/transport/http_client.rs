@@ -76,7 +76,7 @@ mod connector;
 mod exchange;
 mod headers;
 mod legacy;
-mod sse;
+pub(crate) mod sse;
 mod state;
 #[cfg(feature = "http-client-tls")]
 mod tls;
