@@ -5,6 +5,8 @@
 
 mod client_commands;
 mod demo;
+#[cfg(feature = "auth")]
+mod serve_auth;
 mod target;
 mod terminal;
 
@@ -12,6 +14,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+
+/// What `serve` puts in front of the HTTP endpoint (nothing without the `auth` feature).
+#[cfg(feature = "auth")]
+type AuthConfig = barrel_mcp::auth::server::AuthConfig;
+/// What `serve` puts in front of the HTTP endpoint (nothing without the `auth` feature).
+#[cfg(not(feature = "auth"))]
+type AuthConfig = std::convert::Infallible;
 
 /// barrel-mcp: the Model Context Protocol toolkit.
 #[derive(Debug, Parser)]
@@ -55,6 +64,10 @@ enum Command {
         /// The PEM private key of --tls-cert.
         #[arg(long, value_name = "FILE", requires = "tls_cert")]
         tls_key: Option<std::path::PathBuf>,
+        /// Authentication and authorization of the HTTP endpoint.
+        #[cfg(feature = "auth")]
+        #[command(flatten)]
+        auth: serve_auth::AuthArgs,
     },
     #[command(flatten)]
     Client(Box<client_commands::ClientCommand>),
@@ -93,11 +106,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             allow_origins,
             tls_cert,
             tls_key,
+            #[cfg(feature = "auth")]
+            auth,
         } => {
             if !stdio {
                 let addr = http.unwrap_or(([127, 0, 0, 1], 9090).into());
+                let scheme = if tls_cert.is_some() { "https" } else { "http" };
+                #[cfg(feature = "auth")]
+                let auth = auth.config(&format!("{scheme}://{addr}/mcp"))?;
+                #[cfg(not(feature = "auth"))]
+                let auth = {
+                    let _ = scheme;
+                    None
+                };
                 let tls = tls_cert.zip(tls_key);
-                return serve_http(&runtime, addr, allow_hosts, allow_origins, tls);
+                return serve_http(&runtime, addr, allow_hosts, allow_origins, tls, auth);
             }
             let server = demo::server().context("building the demo server")?;
             let transport =
@@ -118,13 +141,21 @@ fn serve_http(
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
     tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    auth: Option<AuthConfig>,
 ) -> anyhow::Result<()> {
     use barrel_mcp::http::{HttpConfig, StreamableHttp};
-    let config = HttpConfig {
+    #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
+    let mut config = HttpConfig {
         allowed_hosts,
         allowed_origins,
         ..HttpConfig::default()
     };
+    #[cfg(feature = "auth")]
+    {
+        config.auth = auth;
+    }
+    #[cfg(not(feature = "auth"))]
+    let _ = auth;
     config.check_bind(addr).map_err(anyhow::Error::msg)?;
     let server = demo::server().context("building the demo server")?;
     runtime.block_on(async move {
@@ -207,6 +238,7 @@ fn serve_http(
     _allowed_hosts: Vec<String>,
     _allowed_origins: Vec<String>,
     _tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    _auth: Option<AuthConfig>,
 ) -> anyhow::Result<()> {
     anyhow::bail!("this build has no HTTP server (feature `http-server`); use `serve --stdio`")
 }

@@ -351,3 +351,69 @@ fn client_commands_reach_an_https_server_through_a_private_ca() {
     assert!(!reaches(&ca), "the old certificate is no longer served");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn serve_protected_by_a_jwt_secret() {
+    use barrel_mcp::auth::jose::{Algorithm, SigningKey};
+
+    let binary = env!("CARGO_BIN_EXE_barrel-mcp");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let dir = std::env::temp_dir().join(format!("barrel-mcp-cli-jwt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let secret_file = dir.join("secret");
+    let secret = b"a-test-secret-of-at-least-32-bytes!";
+    std::fs::write(&secret_file, [&secret[..], b"\n"].concat()).expect("write");
+    let _server = Reaped(
+        Command::new(binary)
+            .args(["serve", "--http", &addr, "--auth-jwt-secret-file"])
+            .arg(&secret_file)
+            .args(["--auth-issuer", "https://as.test"])
+            .args(["--authorization-server", "https://as.test"])
+            .args(["--required-scope", "mcp:read"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let url = format!("http://{addr}/mcp");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    let token = SigningKey::hmac(secret, Algorithm::HS256)
+        .expect("key")
+        .sign(
+            serde_json::Map::new(),
+            &json!({"iss": "https://as.test", "aud": url, "sub": "cli", "exp": now + 600, "scope": "mcp:read"}),
+        )
+        .expect("sign");
+    let without = Command::new(binary)
+        .args(["tools", "--url", &url])
+        .output()
+        .expect("the client runs");
+    assert_eq!(without.status.code(), Some(3), "authorization needed");
+    let header = format!("Authorization: Bearer {token}");
+    let with = Command::new(binary)
+        .args(["tools", "--url", &url, "-H", &header])
+        .output()
+        .expect("the client runs");
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    assert!(String::from_utf8_lossy(&with.stdout).contains("echo"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
