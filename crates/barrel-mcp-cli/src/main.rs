@@ -67,7 +67,7 @@ enum Command {
         /// Authentication and authorization of the HTTP endpoint.
         #[cfg(feature = "auth")]
         #[command(flatten)]
-        auth: serve_auth::AuthArgs,
+        auth: Box<serve_auth::AuthArgs>,
     },
     #[command(flatten)]
     Client(Box<client_commands::ClientCommand>),

@@ -20,6 +20,7 @@ pub struct Caller {
 
 impl Caller {
     /// A caller known only by its authentication (a transport that is not HTTP).
+    #[cfg_attr(not(feature = "http-server"), allow(clippy::needless_update))]
     pub fn authenticated(auth: Option<Arc<AuthInfo>>) -> Self {
         Self {
             auth,
