@@ -11,15 +11,19 @@ use std::sync::Arc;
 use crate::auth::{AuthInfo, Challenge};
 use crate::peer::BoxFuture;
 
+pub mod api_key;
 mod config;
 mod jwt;
 mod resource;
 mod scopes;
+mod token_fn;
 
+pub use api_key::ApiKeys;
 pub use config::AuthConfig;
 pub use jwt::{JwtBearer, ScopeClaim};
 pub use resource::{ProtectedResource, WELL_KNOWN};
 pub use scopes::ScopePolicy;
+pub use token_fn::{AnyOf, TokenAuth};
 
 /// Turns a request head into the caller it authenticates.
 ///
