@@ -12,6 +12,7 @@ use crate::auth::{AuthInfo, Challenge};
 use crate::peer::BoxFuture;
 
 pub mod api_key;
+pub mod basic;
 mod config;
 mod jwt;
 mod resource;
@@ -19,6 +20,7 @@ mod scopes;
 mod token_fn;
 
 pub use api_key::ApiKeys;
+pub use basic::BasicAuth;
 pub use config::AuthConfig;
 pub use jwt::{JwtBearer, ScopeClaim};
 pub use resource::{ProtectedResource, WELL_KNOWN};
