@@ -203,8 +203,12 @@ pub(crate) fn parse_event_id(text: &str) -> Option<(u64, u64)> {
         return None;
     }
     let (stream, seq) = text.split_once('.')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(stream) || !digits(seq) {
+    // Exactly the form this server issues: decimal, no sign, no leading zero (found by the
+    // `security_parsers` fuzz target: `007.1` named the same event as `7.1`).
+    let canonical = |s: &str| {
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
+    };
+    if !canonical(stream) || !canonical(seq) {
         return None;
     }
     Some((stream.parse().ok()?, seq.parse().ok()?))
@@ -354,5 +358,8 @@ mod tests {
         assert_eq!(parse_event_id("-1.2"), None);
         assert_eq!(parse_event_id("1.2.3"), None);
         assert_eq!(parse_event_id(&"9".repeat(100)), None);
+        assert_eq!(parse_event_id("0.0"), Some((0, 0)));
+        assert_eq!(parse_event_id("007.1"), None, "only the form we issue");
+        assert_eq!(parse_event_id("7.01"), None);
     }
 }
