@@ -6,6 +6,8 @@
 mod client_commands;
 mod demo;
 #[cfg(feature = "auth")]
+mod hash_commands;
+#[cfg(feature = "auth")]
 mod serve_auth;
 mod target;
 mod terminal;
@@ -71,6 +73,9 @@ enum Command {
     },
     #[command(flatten)]
     Client(Box<client_commands::ClientCommand>),
+    #[cfg(feature = "auth")]
+    #[command(flatten)]
+    Hash(hash_commands::HashCommand),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +103,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Client(command) => client_commands::run(&runtime, *command),
+        #[cfg(feature = "auth")]
+        Command::Hash(command) => hash_commands::run(command),
         Command::Serve {
             stdio,
             max_line,

@@ -417,3 +417,100 @@ fn serve_protected_by_a_jwt_secret() {
     assert!(String::from_utf8_lossy(&with.stdout).contains("echo"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs the binary with `args`, `stdin` on its standard input; returns status, stdout, stderr.
+fn run_with_stdin(args: &[&str], stdin: &str) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write");
+    let output = child.wait_with_output().expect("exits");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn hashes_from_stdin_protect_serve_with_api_keys_and_basic() {
+    use barrel_mcp::auth::Secret;
+    use barrel_mcp::auth::server::{api_key, basic};
+
+    let dir = std::env::temp_dir().join(format!("barrel-mcp-cli-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pepper_file = dir.join("pepper");
+    std::fs::write(&pepper_file, "a-pepper\n").expect("write");
+    let pepper_arg = pepper_file.display().to_string();
+    let (code, key_hash, stderr) =
+        run_with_stdin(&["hash-key", "--pepper-file", &pepper_arg], "key-1\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    let key_hash = key_hash.trim().to_owned();
+    assert!(api_key::verify_key(
+        &Secret::new("a-pepper"),
+        "key-1",
+        &key_hash
+    ));
+    let (code, password_hash, stderr) =
+        run_with_stdin(&["hash-password", "--iterations", "1000"], "pw\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    let password_hash = password_hash.trim().to_owned();
+    assert!(basic::verify_password(&Secret::new("pw"), &password_hash));
+
+    let keys_file = dir.join("keys");
+    std::fs::write(
+        &keys_file,
+        format!("# bots\n{key_hash} build-bot mcp:read\n"),
+    )
+    .expect("write");
+    let users_file = dir.join("users");
+    std::fs::write(&users_file, format!("ada {password_hash}\n")).expect("write");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let _server = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+            .args(["serve", "--http", &addr, "--auth-api-keys"])
+            .arg(&keys_file)
+            .args(["--auth-pepper-file", &pepper_arg, "--auth-basic"])
+            .arg(&users_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let url = format!("http://{addr}/mcp");
+    let tools = |header: &str| {
+        Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+            .args(["tools", "--url", &url, "-H", header])
+            .output()
+            .expect("the client runs")
+            .status
+            .code()
+    };
+    assert_eq!(tools("X-API-Key: key-1"), Some(0));
+    assert_eq!(tools("X-API-Key: key-2"), Some(3));
+    // ada:pw in base64.
+    assert_eq!(tools("Authorization: Basic YWRhOnB3"), Some(0));
+    assert_eq!(tools("Authorization: Basic YWRhOm5v"), Some(3));
+    let _ = std::fs::remove_dir_all(&dir);
+}
