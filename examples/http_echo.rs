@@ -4,7 +4,14 @@
 //! Run it with `cargo run -p barrel-mcp-examples --example http_echo -- 127.0.0.1:8080`, then
 //! point a client at `http://127.0.0.1:8080/mcp`. `bench/run` uses it as barrel-mcp's side of
 //! the load benchmark, facing an rmcp server of the same shape.
+//!
+//! With `ECHO_AUTH_HS256=<secret of 32 bytes or more>` every request needs a bearer JWT signed
+//! with that secret for the audience `http://ADDR/mcp` (`auth::server::JwtBearer`); with
+//! `ECHO_AUTH_TOKEN_FILE=<path>` as well, a token valid for a day is written there. The
+//! benchmark's `sse64-jwt` case measures what checking it costs.
 
+use barrel_mcp::auth::jose::{Algorithm, SigningKey};
+use barrel_mcp::auth::server::{AuthConfig, JwtBearer};
 use barrel_mcp::http::{HttpConfig, StreamableHttp};
 use barrel_mcp::server::{Ctx, Server};
 use schemars::JsonSchema;
@@ -15,6 +22,25 @@ use serde::Deserialize;
 struct EchoArgs {
     /// What to send back.
     message: String,
+}
+
+/// Bearer JWTs (HS256) for this server's audience; writes a token to `ECHO_AUTH_TOKEN_FILE`.
+fn jwt_auth(addr: &str, secret: &[u8]) -> barrel_mcp::Result<AuthConfig> {
+    let audience = format!("http://{addr}/mcp");
+    if let Ok(path) = std::env::var("ECHO_AUTH_TOKEN_FILE") {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let claims = serde_json::json!({
+            "sub": "bench", "aud": audience, "exp": now + 86_400, "scope": "mcp:call"
+        });
+        let token =
+            SigningKey::hmac(secret, Algorithm::HS256)?.sign(Default::default(), &claims)?;
+        std::fs::write(path, token)?;
+    }
+    Ok(AuthConfig::new(
+        JwtBearer::hmac(secret, Algorithm::HS256)?.audience(audience),
+    ))
 }
 
 #[tokio::main]
@@ -30,7 +56,11 @@ async fn main() -> barrel_mcp::Result<()> {
             |_: Ctx, args: EchoArgs| async move { Ok(args.message) },
         )
         .build()?;
-    let http = StreamableHttp::new(server, HttpConfig::default());
+    let mut config = HttpConfig::default();
+    if let Ok(secret) = std::env::var("ECHO_AUTH_HS256") {
+        config.auth = Some(jwt_auth(&addr, secret.as_bytes())?);
+    }
+    let http = StreamableHttp::new(server, config);
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("listening on http://{addr}/mcp");
     barrel_mcp::http::serve(listener, http, async {

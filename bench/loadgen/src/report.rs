@@ -101,9 +101,30 @@ fn row(out: &mut String, title: &str, cells: &[(String, Option<f64>)]) {
     let _ = writeln!(out, " {} |", ratio(cells[0].1, cells[1].1));
 }
 
+/// The cost of bearer JWT authentication: barrel-mcp's `sse64` against the same case with a
+/// JWT on every request (`barrel-mcp-jwt`, `sse64-jwt`), same run.
+fn auth_cost(results: &HashMap<(String, String), Fields>) -> Option<String> {
+    let get = |server: &str, case: &str| results.get(&(server.to_owned(), case.to_owned()));
+    let plain = num(get("barrel-mcp", "sse64"), "cpu_us")?;
+    let jwt = num(get("barrel-mcp-jwt", "sse64-jwt"), "cpu_us")?;
+    let (plain_rps, jwt_rps) = (
+        num(get("barrel-mcp", "sse64"), "rps")?,
+        num(get("barrel-mcp-jwt", "sse64-jwt"), "rps")?,
+    );
+    Some(format!(
+        "\nAuthentication cost (barrel-mcp, 64 conns, SSE replies): {plain:.0} µs of server CPU per \
+         call without auth, {jwt:.0} µs with a bearer JWT (HS256, key held by the server) on every \
+         request: {:.2}x ({} and {} req/s).\n",
+        jwt / plain,
+        thousands(plain_rps),
+        thousands(jwt_rps)
+    ))
+}
+
 /// Builds the markdown table from a TSV file's text.
 pub fn table(tsv: &str) -> String {
     let results = parse(tsv);
+    let auth = auth_cost(&results);
     let get = |server: &str, case: &str| results.get(&(server.to_owned(), case.to_owned()));
     let mut out = String::from("| case | metric |");
     for (_, title) in SERVERS {
@@ -227,6 +248,9 @@ pub fn table(tsv: &str) -> String {
     }
     for note in notes {
         let _ = writeln!(out, "\n- {note}");
+    }
+    if let Some(auth) = auth {
+        out.push_str(&auth);
     }
     out
 }

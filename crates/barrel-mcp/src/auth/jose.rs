@@ -20,7 +20,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::signature::{self, KeyPair as _};
 use serde_json::{Map, Value, json};
-use zeroize::Zeroizing;
 
 use crate::Error;
 
@@ -142,7 +141,8 @@ enum Curve {
 /// The public (or, for HMAC, secret) material of a verifying key.
 #[derive(Clone)]
 enum Material {
-    Hmac(Zeroizing<Vec<u8>>),
+    /// The HMAC key, its schedule computed once (not per token).
+    Hmac(ring::hmac::Key),
     Rsa {
         n: Vec<u8>,
         e: Vec<u8>,
@@ -206,10 +206,13 @@ impl VerifyingKey {
                 "an {algorithm} secret needs at least {minimum} bytes"
             )));
         }
+        let hmac = algorithm
+            .hmac()
+            .ok_or_else(|| Error::Definition(format!("{algorithm} is not an HMAC algorithm")))?;
         Ok(Self {
             kid,
             algorithms: vec![algorithm],
-            material: Material::Hmac(Zeroizing::new(secret.to_vec())),
+            material: Material::Hmac(ring::hmac::Key::new(hmac, secret)),
         })
     }
 
@@ -347,9 +350,8 @@ impl VerifyingKey {
             return false;
         }
         match (&self.material, algorithm.hmac(), algorithm.verification()) {
-            (Material::Hmac(secret), Some(hmac), _) => {
-                let key = ring::hmac::Key::new(hmac, secret);
-                ring::hmac::verify(&key, message, signature).is_ok()
+            (Material::Hmac(key), Some(_), _) => {
+                ring::hmac::verify(key, message, signature).is_ok()
             }
             (Material::Rsa { n, e }, _, _) => rsa_parameters(algorithm).is_some_and(|params| {
                 signature::RsaPublicKeyComponents { n, e }
