@@ -258,6 +258,38 @@ impl Drop for Reaped {
     }
 }
 
+/// Starts `barrel-mcp serve --http 127.0.0.1:PORT` on a free port with `extra` flags, and waits
+/// until it listens; returns the server (killed when dropped) and its address.
+fn start_serve<I, S>(extra: I) -> (Reaped, String)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let server = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+            .args(["serve", "--http", &addr])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (server, addr)
+}
+
 #[test]
 fn client_commands_reach_an_https_server_through_a_private_ca() {
     let binary = env!("CARGO_BIN_EXE_barrel-mcp");
@@ -357,36 +389,21 @@ fn serve_protected_by_a_jwt_secret() {
     use barrel_mcp::auth::jose::{Algorithm, SigningKey};
 
     let binary = env!("CARGO_BIN_EXE_barrel-mcp");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let addr = format!("127.0.0.1:{port}");
     let dir = std::env::temp_dir().join(format!("barrel-mcp-cli-jwt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let secret_file = dir.join("secret");
     let secret = b"a-test-secret-of-at-least-32-bytes!";
     std::fs::write(&secret_file, [&secret[..], b"\n"].concat()).expect("write");
-    let _server = Reaped(
-        Command::new(binary)
-            .args(["serve", "--http", &addr, "--auth-jwt-secret-file"])
-            .arg(&secret_file)
-            .args(["--auth-issuer", "https://as.test"])
-            .args(["--authorization-server", "https://as.test"])
-            .args(["--required-scope", "mcp:read"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts"),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server never listened"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let (_server, addr) = start_serve([
+        "--auth-jwt-secret-file".as_ref(),
+        secret_file.as_os_str(),
+        "--auth-issuer".as_ref(),
+        "https://as.test".as_ref(),
+        "--authorization-server".as_ref(),
+        "https://as.test".as_ref(),
+        "--required-scope".as_ref(),
+        "mcp:read".as_ref(),
+    ] as [&std::ffi::OsStr; 8]);
     let url = format!("http://{addr}/mcp");
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -474,30 +491,14 @@ fn hashes_from_stdin_protect_serve_with_api_keys_and_basic() {
     .expect("write");
     let users_file = dir.join("users");
     std::fs::write(&users_file, format!("ada {password_hash}\n")).expect("write");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let _server = Reaped(
-        Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
-            .args(["serve", "--http", &addr, "--auth-api-keys"])
-            .arg(&keys_file)
-            .args(["--auth-pepper-file", &pepper_arg, "--auth-basic"])
-            .arg(&users_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts"),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server never listened"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let (_server, addr) = start_serve([
+        "--auth-api-keys".as_ref(),
+        keys_file.as_os_str(),
+        "--auth-pepper-file".as_ref(),
+        pepper_file.as_os_str(),
+        "--auth-basic".as_ref(),
+        users_file.as_os_str(),
+    ] as [&std::ffi::OsStr; 6]);
     let url = format!("http://{addr}/mcp");
     let tools = |header: &str| {
         Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))

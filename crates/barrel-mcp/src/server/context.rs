@@ -22,6 +22,39 @@ use crate::auth::AuthInfo;
 use crate::peer::Peer;
 use crate::transport::Caller;
 
+/// The params of `notifications/progress`; the message only where the revision has it.
+pub(crate) fn progress_params(
+    token: &ProgressToken,
+    progress: f64,
+    total: Option<f64>,
+    message: Option<&str>,
+    version: ProtocolVersion,
+) -> Value {
+    let mut params = json!({ "progressToken": token, "progress": progress });
+    if let Some(total) = total {
+        params["total"] = json!(total);
+    }
+    if let Some(message) = message
+        && version.supports(barrel_mcp_types::Feature::ProgressMessage)
+    {
+        params["message"] = json!(message);
+    }
+    params
+}
+
+/// The params of `notifications/message`.
+pub(crate) fn log_params(
+    level: LoggingLevel,
+    logger: Option<&str>,
+    data: impl Serialize,
+) -> crate::Result<Value> {
+    let mut params = json!({ "level": level, "data": serde_json::to_value(data)? });
+    if let Some(logger) = logger {
+        params["logger"] = json!(logger);
+    }
+    Ok(params)
+}
+
 /// A question with a name, from [`Ctx::input_key`].
 #[derive(Debug)]
 pub struct KeyedInput<'a> {
@@ -224,17 +257,7 @@ impl Ctx {
         if self.is_cancelled() {
             return Ok(());
         }
-        let mut params = json!({ "progressToken": token, "progress": progress });
-        if let Some(total) = total {
-            params["total"] = json!(total);
-        }
-        if let Some(message) = message
-            && self
-                .protocol_version()
-                .supports(barrel_mcp_types::Feature::ProgressMessage)
-        {
-            params["message"] = json!(message);
-        }
+        let params = progress_params(token, progress, total, message, self.protocol_version());
         self.inner
             .peer
             .notify("notifications/progress", Some(params))
@@ -266,10 +289,7 @@ impl Ctx {
         if !wanted || self.is_cancelled() {
             return Ok(());
         }
-        let mut params = json!({ "level": level, "data": serde_json::to_value(data)? });
-        if let Some(logger) = logger {
-            params["logger"] = json!(logger);
-        }
+        let params = log_params(level, logger, data)?;
         self.inner
             .peer
             .notify("notifications/message", Some(params))

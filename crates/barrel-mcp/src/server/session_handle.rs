@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::context::{log_params, progress_params};
 use super::input;
 use super::session::Session;
 use crate::Error;
@@ -108,10 +109,7 @@ impl SessionHandle {
         if !self.session.wants_log(level) {
             return Ok(());
         }
-        let mut params = json!({ "level": level, "data": serde_json::to_value(data)? });
-        if let Some(logger) = logger {
-            params["logger"] = json!(logger);
-        }
+        let params = log_params(level, logger, data)?;
         self.peer
             .notify("notifications/message", Some(params))
             .await
@@ -127,18 +125,7 @@ impl SessionHandle {
         message: Option<&str>,
     ) -> crate::Result<()> {
         self.check_open()?;
-        let mut params = json!({ "progressToken": token, "progress": progress });
-        if let Some(total) = total {
-            params["total"] = json!(total);
-        }
-        if let Some(message) = message
-            && self
-                .session
-                .version
-                .supports(barrel_mcp_types::Feature::ProgressMessage)
-        {
-            params["message"] = json!(message);
-        }
+        let params = progress_params(token, progress, total, message, self.session.version);
         self.peer
             .notify("notifications/progress", Some(params))
             .await
