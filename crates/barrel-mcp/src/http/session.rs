@@ -418,7 +418,7 @@ fn keep_replay_budget(routing: &mut Routing, budget: usize) {
         if freed == 0 {
             break;
         }
-        routing.replay_bytes -= freed;
+        routing.replay_bytes = routing.replay_bytes.saturating_sub(freed);
     }
 }
 
@@ -433,7 +433,8 @@ fn forget_old_streams(routing: &mut Routing, retained: usize) {
         match oldest {
             Some(number) => {
                 if let Some(stream) = routing.streams.remove(&number) {
-                    routing.replay_bytes -= stream.replay_bytes();
+                    routing.replay_bytes =
+                        routing.replay_bytes.saturating_sub(stream.replay_bytes());
                 }
             }
             None => break,
