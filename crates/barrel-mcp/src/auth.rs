@@ -11,6 +11,8 @@
 //! - `server` (feature `auth`): the `Authenticator` trait, the built-in
 //!   providers, scopes and the RFC 9728 protected-resource metadata, plugged into
 //!   `HttpConfig::auth`.
+//! - `client` (feature `http-client`): the `TokenSource` an HTTP client transport asks for
+//!   credentials, a static token, and (feature `oauth-client`) the OAuth 2.1 client.
 
 use std::fmt;
 use std::time::SystemTime;
@@ -19,7 +21,9 @@ use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 pub mod challenge;
-#[cfg(feature = "auth")]
+#[cfg(feature = "http-client")]
+pub mod client;
+#[cfg(any(feature = "auth", feature = "oauth-client"))]
 pub mod jose;
 #[cfg(feature = "auth")]
 pub mod server;

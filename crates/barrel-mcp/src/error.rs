@@ -55,6 +55,11 @@ pub enum Error {
     /// reached. The connection is closed.
     #[error("{0}")]
     Http(HttpError),
+    /// Getting a credential failed: OAuth discovery, registration or a grant went wrong, an
+    /// authorization server's answer did not pass a check, or the user declined. Nothing was
+    /// sent to the MCP server with a credential from it.
+    #[error("authorization failed: {0}")]
+    Auth(String),
 }
 
 /// Why an HTTP transport gave up: the status (if an answer came) and the challenge.
@@ -105,9 +110,10 @@ impl Error {
         matches!(self, Self::Unsupported(_))
     }
 
-    /// True when an HTTP server asked for authorization (401 or 403).
+    /// True when an HTTP server asked for authorization (401 or 403) and none could be had, or
+    /// getting one failed ([`Error::Auth`]).
     pub fn is_auth(&self) -> bool {
-        matches!(self, Self::Http(e) if e.is_auth())
+        matches!(self, Self::Http(e) if e.is_auth()) || matches!(self, Self::Auth(_))
     }
 
     /// The HTTP failure, when this is one.

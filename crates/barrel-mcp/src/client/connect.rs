@@ -71,7 +71,8 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
     let (ended_tx, ended) = watch::channel(None);
     tokio::spawn(async move {
         let why = match task.await {
-            Ok(Err(Error::Http(e))) => Some(e),
+            Ok(Err(Error::Http(e))) => Some(Failure::Http(e)),
+            Ok(Err(Error::Auth(why))) => Some(Failure::Auth(why)),
             _ => None,
         };
         let _ = ended_tx.send(Some(why));
@@ -108,11 +109,20 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
     Ok(client)
 }
 
-/// What ended the connection, once its task is done: the HTTP failure, if that was it.
-pub(crate) type Ended = watch::Receiver<Option<Option<HttpError>>>;
+/// What ended the connection, once its task is done: the transport failure, if that was it.
+pub(crate) type Ended = watch::Receiver<Option<Option<Failure>>>;
+
+/// A transport failure that ended the connection.
+#[derive(Debug, Clone)]
+pub(crate) enum Failure {
+    /// An HTTP answer or the lack of one.
+    Http(HttpError),
+    /// Getting a credential failed.
+    Auth(String),
+}
 
 /// `error`, or when it only says "closed", the transport failure that closed the connection
-/// (an HTTP 401, a 5xx, an unreachable server), when there was one.
+/// (an HTTP 401, a 5xx, an unreachable server, a failed authorization), when there was one.
 pub(crate) async fn why_closed(error: Error, ended: &Ended) -> Error {
     if !error.is_closed() {
         return error;
@@ -121,7 +131,8 @@ pub(crate) async fn why_closed(error: Error, ended: &Ended) -> Error {
     let waited = tokio::time::timeout(Duration::from_secs(3), ended.wait_for(Option::is_some));
     match waited.await {
         Ok(Ok(why)) => match why.as_ref() {
-            Some(Some(http)) => Error::Http(http.clone()),
+            Some(Some(Failure::Http(http))) => Error::Http(http.clone()),
+            Some(Some(Failure::Auth(why))) => Error::Auth(why.clone()),
             _ => Error::Closed,
         },
         _ => Error::Closed,

@@ -72,6 +72,7 @@
 //! # }
 //! ```
 
+mod authorized;
 mod connector;
 mod exchange;
 mod headers;
@@ -79,7 +80,7 @@ mod legacy;
 pub(crate) mod sse;
 mod state;
 #[cfg(feature = "http-client-tls")]
-mod tls;
+pub(crate) mod tls;
 
 #[cfg(feature = "http-client-tls")]
 use std::path::Path;
@@ -92,9 +93,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use legacy::{LegacyReader, LegacySseTransport, LegacyWriter};
+pub(crate) use state::error_chain;
 
 use super::{Frame, MessageReader, MessageWriter, Transport};
 use crate::Error;
+use crate::auth::client::TokenSource;
+use authorized::Credentials;
 use connector::ClientTls;
 use state::State;
 
@@ -172,6 +176,7 @@ impl Default for HttpClientConfig {
 pub struct HttpClientTransport {
     url: Uri,
     headers: HeaderMap,
+    credentials: Option<Credentials>,
     config: HttpClientConfig,
     tls: ClientTls,
 }
@@ -183,6 +188,7 @@ impl HttpClientTransport {
         Ok(Self {
             url: parse_url(url)?,
             headers: HeaderMap::new(),
+            credentials: None,
             config: HttpClientConfig::default(),
             tls: ClientTls::new()?,
         })
@@ -214,12 +220,21 @@ impl HttpClientTransport {
         self
     }
 
-    /// Sends this header with every request (`Authorization`, an API key, ...). Fails for a
-    /// name or value HTTP does not allow.
+    /// Sends this header with every request (an API key, ...). Fails for a name or value HTTP
+    /// does not allow. The value is never shown by `Debug`. An `Authorization` header given
+    /// here is replaced by what a [`auth`](Self::auth) source hands out.
     pub fn header(mut self, name: &str, value: &str) -> Result<Self, Error> {
         let (name, value) = header_pair(name, value)?;
         self.headers.append(name, value);
         Ok(self)
+    }
+
+    /// Gets the `Authorization` header of every request from `source`, which is told about
+    /// each 401 or 403 and may have the request sent again with a new credential (see
+    /// [`auth::client`](crate::auth::client)).
+    pub fn auth(mut self, source: impl TokenSource) -> Self {
+        self.credentials = Some(Credentials(Arc::new(source)));
+        self
     }
 
     /// Replaces every limit at once.
@@ -251,6 +266,7 @@ impl Transport for HttpClientTransport {
         let state = Arc::new(State::new(
             self.url,
             self.headers,
+            self.credentials,
             self.config,
             &self.tls,
             tx,
@@ -331,7 +347,35 @@ fn parse_url(url: &str) -> Result<Uri, Error> {
 fn header_pair(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), Error> {
     let name = HeaderName::try_from(name.trim())
         .map_err(|_| Error::Protocol(format!("invalid header name {name:?}")))?;
-    let value = HeaderValue::try_from(value.trim())
+    let mut value = HeaderValue::try_from(value.trim())
         .map_err(|_| Error::Protocol(format!("invalid value for header {name}")))?;
+    // Headers of one's own are mostly credentials: `Debug` shows none of them (and HTTP/2
+    // keeps them out of its compression tables).
+    value.set_sensitive(true);
     Ok((name, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::client::StaticToken;
+
+    #[test]
+    fn debug_shows_no_credential() {
+        let transport = HttpClientTransport::new("http://127.0.0.1:1/mcp")
+            .unwrap()
+            .header("authorization", "Bearer sekrit-1")
+            .unwrap()
+            .header("x-api-key", "sekrit-2")
+            .unwrap()
+            .auth(StaticToken::bearer("sekrit-3"));
+        let legacy = LegacySseTransport::new("http://127.0.0.1:1/sse")
+            .unwrap()
+            .header("x-api-key", "sekrit-4")
+            .unwrap()
+            .auth(StaticToken::bearer("sekrit-5"));
+        let shown = format!("{transport:?} {legacy:?}");
+        assert!(!shown.contains("sekrit"), "{shown}");
+        assert!(shown.contains("x-api-key"));
+    }
 }

@@ -14,10 +14,12 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::authorized::{self, Credentials, SendError};
 use super::connector::{self, ClientTls, HttpClient};
 use super::sse::{Item, SseDecoder};
 use super::state::{error_chain, refusal};
 use super::{HttpClientConfig, Inbound, header_pair, parse_url};
+use crate::auth::client::TokenSource;
 use crate::transport::{Frame, MessageReader, MessageWriter, Transport};
 use crate::{Error, HttpError};
 
@@ -28,6 +30,7 @@ use crate::{Error, HttpError};
 pub struct LegacySseTransport {
     url: Uri,
     headers: HeaderMap,
+    credentials: Option<Credentials>,
     config: HttpClientConfig,
     tls: ClientTls,
 }
@@ -39,6 +42,7 @@ impl LegacySseTransport {
         Ok(Self {
             url: parse_url(url)?,
             headers: HeaderMap::new(),
+            credentials: None,
             config: HttpClientConfig::default(),
             tls: ClientTls::new()?,
         })
@@ -70,11 +74,18 @@ impl LegacySseTransport {
         self
     }
 
-    /// Sends this header with every request.
+    /// Sends this header with every request (never shown by `Debug`).
     pub fn header(mut self, name: &str, value: &str) -> Result<Self, Error> {
         let (name, value) = header_pair(name, value)?;
         self.headers.append(name, value);
         Ok(self)
+    }
+
+    /// Gets the `Authorization` header of the stream's GET and of every POST from `source`
+    /// (see [`HttpClientTransport::auth`](super::HttpClientTransport::auth)).
+    pub fn auth(mut self, source: impl TokenSource) -> Self {
+        self.credentials = Some(Credentials(Arc::new(source)));
+        self
     }
 
     /// Replaces every limit at once (`max_event_size`, `max_body_size`, `connect_timeout` and
@@ -98,6 +109,7 @@ impl Transport for LegacySseTransport {
         let shared = Arc::new(Shared {
             client,
             headers: self.headers,
+            credentials: self.credentials,
             inbound: tx,
         });
         let task = Arc::clone(&shared);
@@ -130,6 +142,7 @@ impl Transport for LegacySseTransport {
 struct Shared {
     client: HttpClient,
     headers: HeaderMap,
+    credentials: Option<Credentials>,
     inbound: mpsc::Sender<Inbound>,
 }
 
@@ -152,9 +165,9 @@ async fn read_stream(
         return;
     };
     *request.headers_mut() = headers;
-    let response = match shared.client.request(request).await {
+    let response = match shared.send(request).await {
         Ok(response) => response,
-        Err(e) => return fail(unreachable(&url, &e)).await,
+        Err(e) => return fail(failed(&url, e)).await,
     };
     if let Some(error) = refusal(&response) {
         return fail(error).await;
@@ -229,6 +242,22 @@ fn resolve(base: &Uri, endpoint: &str) -> Option<Uri> {
     Uri::from_parts(parts).ok()
 }
 
+impl Shared {
+    async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, SendError> {
+        authorized::send(&self.client, self.credentials.as_ref(), request).await
+    }
+}
+
+fn failed(url: &Uri, error: SendError) -> Error {
+    match error {
+        SendError::Unreachable(e) => unreachable(url, &e),
+        SendError::Source(e) => e,
+    }
+}
+
 fn unreachable(url: &Uri, error: &dyn std::error::Error) -> Error {
     Error::Http(HttpError {
         status: None,
@@ -288,10 +317,9 @@ impl MessageWriter for LegacyWriter {
         *request.headers_mut() = headers;
         let response = self
             .shared
-            .client
-            .request(request)
+            .send(request)
             .await
-            .map_err(|e| unreachable(&endpoint, &e))?;
+            .map_err(|e| failed(&endpoint, e))?;
         if let Some(error) = refusal(&response) {
             return Err(error);
         }

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::authorized::{self, Credentials, SendError};
 use super::connector::{self, ClientTls, HttpClient};
 use super::headers::{self, HeaderParam};
 use super::{HttpClientConfig, Inbound, exchange};
@@ -40,6 +41,7 @@ pub(crate) struct State {
     url: Uri,
     headers: HeaderMap,
     client: HttpClient,
+    credentials: Option<Credentials>,
     pub(super) session: Mutex<Session>,
     /// Held while the handshake is re-run, so concurrent 404s run it once.
     pub(super) reinit: tokio::sync::Mutex<()>,
@@ -74,6 +76,7 @@ impl State {
     pub(super) fn new(
         url: Uri,
         headers: HeaderMap,
+        credentials: Option<Credentials>,
         config: HttpClientConfig,
         tls: &ClientTls,
         inbound: mpsc::Sender<Inbound>,
@@ -85,6 +88,7 @@ impl State {
             url,
             headers,
             client,
+            credentials,
             session: Mutex::new(Session::default()),
             reinit: tokio::sync::Mutex::new(()),
             reinit_count: AtomicU64::new(0),
@@ -251,13 +255,16 @@ impl State {
     }
 
     async fn request(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, Error> {
-        self.client.request(request).await.map_err(|e| {
-            Error::Http(HttpError {
-                status: None,
-                message: format!("{}: {}", self.url, error_chain(&e)),
-                www_authenticate: None,
+        authorized::send(&self.client, self.credentials.as_ref(), request)
+            .await
+            .map_err(|e| match e {
+                SendError::Unreachable(e) => Error::Http(HttpError {
+                    status: None,
+                    message: format!("{}: {}", self.url, error_chain(&e)),
+                    www_authenticate: None,
+                }),
+                SendError::Source(e) => e,
             })
-        })
     }
 
     /// Stops every stream and DELETEs the session.
@@ -278,11 +285,11 @@ impl State {
             return;
         };
         *request.headers_mut() = headers;
-        match tokio::time::timeout(self.config.close_timeout, self.client.request(request)).await {
+        match tokio::time::timeout(self.config.close_timeout, self.request(request)).await {
             Ok(Ok(response)) => {
                 tracing::debug!(status = %response.status(), "session deleted");
             }
-            Ok(Err(e)) => tracing::debug!("DELETE failed: {}", error_chain(&e)),
+            Ok(Err(e)) => tracing::debug!("DELETE failed: {e}"),
             Err(_) => tracing::debug!("DELETE timed out"),
         }
     }
@@ -318,7 +325,7 @@ pub(super) fn refusal<B>(response: &Response<B>) -> Option<Error> {
 
 /// An error and its causes, for people: hyper-util's own text ("client error (Connect)") says
 /// little without them.
-pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -20,6 +20,7 @@ use std::time::Duration;
 use http::Uri;
 use http::uri::Scheme;
 use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 use rustls::{ClientConfig, RootCertStore};
@@ -36,14 +37,14 @@ const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
 /// The TLS settings of a transport: the roots it trusts, or a rustls configuration given whole.
 #[derive(Clone)]
-pub(super) struct ClientTls {
+pub(crate) struct ClientTls {
     roots: RootCertStore,
     config: Arc<ClientConfig>,
 }
 
 impl ClientTls {
     /// Mozilla's roots, ring, ALPN `h2` and `http/1.1`.
-    pub(super) fn new() -> Result<Self, Error> {
+    pub(crate) fn new() -> Result<Self, Error> {
         let roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
@@ -53,7 +54,7 @@ impl ClientTls {
 
     /// Trusts the certificates in `pem` too (a private CA). Fails when there are none, or one
     /// cannot be a trust anchor.
-    pub(super) fn add_roots_pem(&mut self, pem: &[u8]) -> Result<(), Error> {
+    pub(crate) fn add_roots_pem(&mut self, pem: &[u8]) -> Result<(), Error> {
         let certs = CertificateDer::pem_slice_iter(pem)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| invalid(format!("reading CA certificates: {e}")))?;
@@ -94,7 +95,11 @@ impl ClientTls {
 
     /// The connector for a client: TCP from `http` (which must accept `https` URLs), then the
     /// handshake, bounded by `handshake_timeout`.
-    pub(super) fn connector(&self, http: HttpConnector, handshake_timeout: Duration) -> Connector {
+    pub(crate) fn connector<R>(
+        &self,
+        http: HttpConnector<R>,
+        handshake_timeout: Duration,
+    ) -> Connector<R> {
         Connector {
             http,
             tls: TlsConnector::from(Arc::clone(&self.config)),
@@ -127,17 +132,23 @@ fn invalid(message: String) -> Error {
     Error::Io(io::Error::new(io::ErrorKind::InvalidData, message))
 }
 
-/// Plain TCP for `http://` URLs, TLS over it for `https://` ones.
+/// Plain TCP for `http://` URLs, TLS over it for `https://` ones. `R` resolves host names
+/// (the system's resolver, or one that checks where a name leads).
 #[derive(Clone)]
-pub(super) struct Connector {
-    http: HttpConnector,
+pub(crate) struct Connector<R = GaiResolver> {
+    http: HttpConnector<R>,
     tls: TlsConnector,
     handshake_timeout: Duration,
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-impl tower_service::Service<Uri> for Connector {
+impl<R> tower_service::Service<Uri> for Connector<R>
+where
+    R: tower_service::Service<Name, Error = io::Error> + Clone + Send + Sync + 'static,
+    R::Response: Iterator<Item = std::net::SocketAddr>,
+    R::Future: Send,
+{
     type Response = MaybeTls;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<MaybeTls, BoxError>> + Send>>;
@@ -173,7 +184,7 @@ impl tower_service::Service<Uri> for Connector {
 }
 
 /// A connection made by [`Connector`].
-pub(super) enum MaybeTls {
+pub(crate) enum MaybeTls {
     Plain(TokioIo<TcpStream>),
     /// Boxed: a rustls connection is large next to a socket.
     Tls(Box<TokioIo<TlsStream<TcpStream>>>),

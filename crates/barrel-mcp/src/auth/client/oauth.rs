@@ -1,0 +1,964 @@
+//! The OAuth 2.1 client of the MCP authorization spec (feature `oauth-client`), as a
+//! [`TokenSource`] for the HTTP client transports.
+//!
+//! On a 401 from the MCP server, [`OAuthClient`]:
+//! 1. **discovers** the authorization server: the protected-resource metadata the challenge
+//!    names (or the well-known URLs), the `resource` check, the authorization server's
+//!    metadata in the spec's order, the issuer check ([`discovery`]); with no metadata at all,
+//!    the 2025-03-26 fallbacks;
+//! 2. **gets a client id** there: pre-registered, a client ID metadata document, or dynamic
+//!    registration, kept per issuer in the [`TokenStore`] ([`ClientIdentity`]);
+//! 3. **runs the grant** it was built for:
+//!    - the authorization code grant with PKCE `S256` (refused when the server does not offer
+//!      it), a single-use `state`, the RFC 9207 `iss` check and the RFC 8707 `resource` on
+//!      every request; the user's part is an [`AuthorizationHandler`];
+//!    - client credentials, with a secret or `private_key_jwt`;
+//!    - a JWT bearer assertion given by the caller (workload identity);
+//!    - enterprise-managed authorization: RFC 8693 token exchange at the identity provider
+//!      for an identity assertion grant, then the RFC 7523 JWT bearer grant;
+//! 4. and has the request sent again.
+//!
+//! Then: a 403 `insufficient_scope` re-authorizes with the scopes asked before plus the ones
+//! the challenge names (at most [`MAX_AUTH_RETRIES`](super::MAX_AUTH_RETRIES) times per
+//! request); a token near its expiry (or refused with 401) is refreshed first, a rotated
+//! refresh token kept; a server that moved to another authorization server is discovered
+//! again, and the client registers there afresh (credentials never cross issuers).
+//!
+//! Scopes: those configured, else the challenge's `scope`, else every scope the resource
+//! metadata lists, else none (the parameter is left out); `offline_access` is added for the
+//! authorization code grant when the authorization server lists it.
+//!
+//! Every URL discovery finds is fetched through an SSRF guard ([`net`]) with size and time
+//! caps ([`FetchLimits`]); nothing of the MCP connection (its headers, its token) is sent to
+//! an authorization server.
+//!
+//! ```no_run
+//! # async fn run() -> barrel_mcp::Result<()> {
+//! use barrel_mcp::auth::client::oauth::{Headless, OAuthClient};
+//! use barrel_mcp::client::Client;
+//! use barrel_mcp::transport::http_client::HttpClientTransport;
+//!
+//! let url = "http://127.0.0.1:8080/mcp";
+//! let oauth = OAuthClient::builder(url)?
+//!     .authorization_code(Headless::new("http://127.0.0.1:3000/callback"))
+//!     .build()?;
+//! let client = Client::builder()
+//!     .connect_http(HttpClientTransport::new(url)?.auth(oauth))
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use http::Uri;
+use rustls_pki_types::PrivateKeyDer;
+use rustls_pki_types::pem::PemObject;
+use tokio::sync::Mutex;
+
+use super::{Refusal, TokenSource};
+use crate::Error;
+use crate::auth::jose::{Algorithm, SigningKey};
+use crate::auth::{Challenge, Secret};
+use crate::peer::BoxFuture;
+use crate::transport::http_client::tls::ClientTls;
+
+pub mod discovery;
+mod fetch;
+mod form;
+mod grant;
+mod handler;
+pub mod net;
+mod pkce;
+mod registration;
+mod store;
+
+pub use fetch::FetchLimits;
+pub use handler::{AuthorizationHandler, AuthorizationRequest, Callback, Headless};
+pub use registration::ClientIdentity;
+pub use store::{MemoryStore, RegisteredClient, StoredTokens, TokenStore};
+
+use discovery::Discovered;
+use fetch::Fetcher;
+use form::Form;
+use grant::{ClientAuth, TokenEndpoint, TokenResponse};
+use net::NetPolicy;
+use pkce::{Pkce, random};
+use registration::Wanted;
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
+const OFFLINE_ACCESS: &str = "offline_access";
+
+/// An identity provider for enterprise-managed authorization: its token endpoint exchanges
+/// the user's ID token for an identity assertion grant the authorization server accepts.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EnterpriseIdp {
+    /// The identity provider's token endpoint.
+    pub token_endpoint: String,
+    /// This client's id at the identity provider.
+    pub client_id: String,
+    /// Its secret there, if it has one (sent with HTTP Basic).
+    pub client_secret: Option<Secret>,
+    /// The user's ID token (the subject of the exchange).
+    pub id_token: Secret,
+}
+
+impl EnterpriseIdp {
+    /// An identity provider at `token_endpoint`, where this client is `client_id`, exchanging
+    /// `id_token`.
+    pub fn new(
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+        id_token: impl Into<Secret>,
+    ) -> Self {
+        Self {
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret: None,
+            id_token: id_token.into(),
+        }
+    }
+
+    /// Sets the client's secret at the identity provider.
+    #[must_use]
+    pub fn with_secret(mut self, secret: impl Into<Secret>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+}
+
+/// How the client gets tokens.
+#[derive(Clone)]
+enum Grant {
+    AuthorizationCode(Arc<dyn AuthorizationHandler>),
+    ClientCredentials,
+    JwtBearer(Secret),
+    Enterprise(EnterpriseIdp),
+}
+
+impl Grant {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::AuthorizationCode(_) => "authorization_code",
+            Self::ClientCredentials => "client_credentials",
+            Self::JwtBearer(_) => "jwt-bearer",
+            Self::Enterprise(_) => "enterprise-managed",
+        }
+    }
+}
+
+/// Builds an [`OAuthClient`].
+pub struct OAuthClientBuilder {
+    server: Uri,
+    grant: Option<Grant>,
+    identity: ClientIdentity,
+    private_key: Option<Arc<SigningKey>>,
+    scopes: Option<Vec<String>>,
+    store: Arc<dyn TokenStore>,
+    limits: FetchLimits,
+    allow_private_networks: bool,
+    allow_http: bool,
+    offline_access: bool,
+    refresh_skew: Duration,
+    tls: ClientTls,
+}
+
+impl std::fmt::Debug for OAuthClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClientBuilder")
+            .field("server", &self.server)
+            .field("grant", &self.grant.as_ref().map(Grant::name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthClientBuilder {
+    /// The authorization code grant, with `handler` for the user's part.
+    #[must_use]
+    pub fn authorization_code(mut self, handler: impl AuthorizationHandler) -> Self {
+        self.grant = Some(Grant::AuthorizationCode(Arc::new(handler)));
+        self
+    }
+
+    /// The client credentials grant (a machine client): needs [`client_id`](Self::client_id)
+    /// and a [`client_secret`](Self::client_secret) or a
+    /// [`private_key_pem`](Self::private_key_pem).
+    #[must_use]
+    pub fn client_credentials(mut self) -> Self {
+        self.grant = Some(Grant::ClientCredentials);
+        self
+    }
+
+    /// The JWT bearer grant (RFC 7523) with an assertion you obtained (a workload identity
+    /// token). A token error is final: no other grant is tried.
+    #[must_use]
+    pub fn jwt_bearer(mut self, assertion: impl Into<Secret>) -> Self {
+        self.grant = Some(Grant::JwtBearer(assertion.into()));
+        self
+    }
+
+    /// Enterprise-managed authorization: exchange the user's ID token at `idp`, then present
+    /// the result to the authorization server (needs [`client_id`](Self::client_id)).
+    #[must_use]
+    pub fn enterprise(mut self, idp: EnterpriseIdp) -> Self {
+        self.grant = Some(Grant::Enterprise(idp));
+        self
+    }
+
+    /// A client id registered in advance.
+    #[must_use]
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        let secret = self
+            .identity
+            .pre_registered
+            .take()
+            .and_then(|c| c.client_secret);
+        let mut client = RegisteredClient::new(client_id);
+        client.client_secret = secret;
+        self.identity.pre_registered = Some(client);
+        self
+    }
+
+    /// The secret of the pre-registered client (set [`client_id`](Self::client_id) too).
+    #[must_use]
+    pub fn client_secret(mut self, secret: impl Into<Secret>) -> Self {
+        let client = self
+            .identity
+            .pre_registered
+            .get_or_insert_with(|| RegisteredClient::new(""));
+        client.client_secret = Some(secret.into());
+        self
+    }
+
+    /// Authenticates at token endpoints with a JWT signed by this PKCS#8 PEM key
+    /// (`private_key_jwt`), with `algorithm` (`ES256`, `RS256`, `EdDSA`, ...).
+    pub fn private_key_pem(mut self, algorithm: &str, pem: &[u8]) -> Result<Self, Error> {
+        let algorithm = Algorithm::from_name(algorithm)
+            .ok_or_else(|| Error::Definition(format!("unknown JWS algorithm {algorithm:?}")))?;
+        let der = PrivateKeyDer::from_pem_slice(pem)
+            .map_err(|e| Error::Definition(format!("reading the private key: {e}")))?;
+        let PrivateKeyDer::Pkcs8(der) = der else {
+            return Err(Error::Definition(
+                "the private key must be PKCS#8 (BEGIN PRIVATE KEY)".into(),
+            ));
+        };
+        self.private_key = Some(Arc::new(SigningKey::from_pkcs8(
+            algorithm,
+            der.secret_pkcs8_der(),
+        )?));
+        Ok(self)
+    }
+
+    /// The URL of this client's ID metadata document, used as its client id where the
+    /// authorization server accepts them.
+    #[must_use]
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.identity.metadata_document = Some(url.into());
+        self
+    }
+
+    /// Replaces how the client identifies itself at once.
+    #[must_use]
+    pub fn identity(mut self, identity: ClientIdentity) -> Self {
+        self.identity = identity;
+        self
+    }
+
+    /// Asks for these scopes instead of choosing from the server's challenge and metadata.
+    #[must_use]
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = Some(scopes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Where registrations and tokens are kept (default: a [`MemoryStore`]).
+    #[must_use]
+    pub fn store(mut self, store: impl TokenStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// The bounds of the client's own HTTP exchanges.
+    #[must_use]
+    pub fn limits(mut self, limits: FetchLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Lets authorization servers sit on private networks and loopback. Default: only when
+    /// the MCP server's URL itself is on one (an IP literal, or `localhost`).
+    #[must_use]
+    pub fn allow_private_networks(mut self, allow: bool) -> Self {
+        self.allow_private_networks = allow;
+        self
+    }
+
+    /// Lets authorization servers be reached over plain `http://` off loopback (tests only).
+    #[must_use]
+    pub fn allow_http(mut self, allow: bool) -> Self {
+        self.allow_http = allow;
+        self
+    }
+
+    /// Adds `offline_access` to an authorization code request when the server lists it
+    /// (default true), for a refresh token.
+    #[must_use]
+    pub fn offline_access(mut self, ask: bool) -> Self {
+        self.offline_access = ask;
+        self
+    }
+
+    /// Trusts these CA certificates (PEM) for `https://` authorization servers too.
+    pub fn add_root_certificates(mut self, pem: &[u8]) -> Result<Self, Error> {
+        self.tls.add_roots_pem(pem)?;
+        Ok(self)
+    }
+
+    /// The client.
+    pub fn build(self) -> Result<OAuthClient, Error> {
+        let grant = self.grant.ok_or_else(|| {
+            Error::Definition(
+                "choose a grant: authorization_code, client_credentials, jwt_bearer or \
+                 enterprise"
+                    .into(),
+            )
+        })?;
+        let needs_client = !matches!(grant, Grant::AuthorizationCode(_));
+        let has_client = self
+            .identity
+            .pre_registered
+            .as_ref()
+            .is_some_and(|c| !c.client_id.is_empty());
+        if needs_client && !has_client {
+            return Err(Error::Definition(format!(
+                "the {} grant needs a client_id",
+                grant.name()
+            )));
+        }
+        let private = self.allow_private_networks
+            || self.server.host().is_some_and(|host| {
+                let bare = host.trim_start_matches('[').trim_end_matches(']');
+                fetch::is_loopback_host(host)
+                    || bare
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| net::classify(ip) == net::AddressClass::Private)
+            });
+        let policy = if private {
+            NetPolicy::PRIVATE
+        } else {
+            NetPolicy::PUBLIC
+        };
+        let fetcher = Fetcher::new(policy, self.limits, self.allow_http, &self.tls);
+        Ok(OAuthClient {
+            inner: Arc::new(Inner {
+                key: self.server.to_string(),
+                server: self.server,
+                grant,
+                identity: self.identity,
+                private_key: self.private_key,
+                scopes: self.scopes,
+                store: self.store,
+                fetcher,
+                offline_access: self.offline_access,
+                refresh_skew: self.refresh_skew,
+                flow: Mutex::new(Flow::default()),
+            }),
+        })
+    }
+}
+
+/// The OAuth 2.1 client (see the [module docs](self)). Cheap to clone: clones share their
+/// tokens.
+#[derive(Clone)]
+pub struct OAuthClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClient")
+            .field("server", &self.inner.server)
+            .field("grant", &self.inner.grant.name())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    server: Uri,
+    /// Tokens are stored under the MCP server's URL.
+    key: String,
+    grant: Grant,
+    identity: ClientIdentity,
+    private_key: Option<Arc<SigningKey>>,
+    scopes: Option<Vec<String>>,
+    store: Arc<dyn TokenStore>,
+    fetcher: Fetcher,
+    offline_access: bool,
+    refresh_skew: Duration,
+    /// One flow at a time; requests that meet a refusal meanwhile wait and reuse its token.
+    flow: Mutex<Flow>,
+}
+
+#[derive(Default)]
+struct Flow {
+    found: Option<Discovered>,
+    tokens: Option<StoredTokens>,
+    /// The scopes of the last authorization request.
+    requested: Vec<String>,
+    loaded: bool,
+}
+
+impl OAuthClient {
+    /// A client for the MCP server at `server_url` (choose a grant, then
+    /// [`build`](OAuthClientBuilder::build)).
+    pub fn builder(server_url: &str) -> Result<OAuthClientBuilder, Error> {
+        let server: Uri = server_url
+            .parse()
+            .map_err(|e| Error::Definition(format!("invalid URL {server_url:?}: {e}")))?;
+        if server.scheme().is_none() || server.host().is_none() {
+            return Err(Error::Definition(format!(
+                "{server_url:?} is not an absolute URL"
+            )));
+        }
+        Ok(OAuthClientBuilder {
+            server,
+            grant: None,
+            identity: ClientIdentity::default(),
+            private_key: None,
+            scopes: None,
+            store: Arc::new(MemoryStore::new()),
+            limits: FetchLimits::default(),
+            allow_private_networks: false,
+            allow_http: false,
+            offline_access: true,
+            refresh_skew: Duration::from_secs(60),
+            tls: ClientTls::new()?,
+        })
+    }
+
+    /// The scopes granted with the current token, if there is one.
+    pub async fn granted_scopes(&self) -> Option<Vec<String>> {
+        let flow = self.inner.flow.lock().await;
+        flow.tokens.as_ref().map(|t| t.scopes.clone())
+    }
+
+    /// The issuer of the current token, if there is one.
+    pub async fn issuer(&self) -> Option<String> {
+        let flow = self.inner.flow.lock().await;
+        flow.tokens.as_ref().map(|t| t.issuer.clone())
+    }
+}
+
+impl TokenSource for OAuthClient {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<Secret>, Error>> {
+        Box::pin(self.inner.authorization())
+    }
+
+    fn refused<'a>(&'a self, refusal: &'a Refusal) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(self.inner.refused(refusal))
+    }
+}
+
+fn bearer(tokens: &StoredTokens) -> Secret {
+    Secret::new(format!("Bearer {}", tokens.access_token.expose()))
+}
+
+fn split_scopes(text: &str) -> Vec<String> {
+    let mut scopes: Vec<String> = Vec::new();
+    for scope in text.split_ascii_whitespace() {
+        if !scopes.iter().any(|s| s == scope) {
+            scopes.push(scope.to_owned());
+        }
+    }
+    scopes
+}
+
+impl Inner {
+    async fn authorization(&self) -> Result<Option<Secret>, Error> {
+        let mut flow = self.flow.lock().await;
+        if !flow.loaded {
+            flow.loaded = true;
+            flow.tokens = self.store.tokens(&self.key)?;
+        }
+        let expiring = flow.tokens.as_ref().is_some_and(|t| {
+            t.refresh_token.is_some()
+                && t.expires_at
+                    .is_some_and(|at| at <= SystemTime::now() + self.refresh_skew)
+        });
+        if expiring && let Err(error) = self.refresh(&mut flow).await {
+            tracing::debug!(%error, "refreshing ahead of expiry failed");
+        }
+        Ok(flow.tokens.as_ref().map(bearer))
+    }
+
+    async fn refused(&self, refusal: &Refusal) -> Result<bool, Error> {
+        let mut flow = self.flow.lock().await;
+        // Another request got a new token since this one was sent: try that one.
+        if let Some(tokens) = &flow.tokens
+            && refusal.rejected.as_ref() != Some(&bearer(tokens))
+        {
+            return Ok(true);
+        }
+        if refusal.status == 403 && !refusal.is_insufficient_scope() {
+            return Ok(false);
+        }
+        let challenge = refusal.bearer();
+        // The server may have moved to another authorization server: discover every time.
+        let found = discovery::discover(&self.fetcher, &self.server, challenge).await?;
+        let moved = flow
+            .tokens
+            .as_ref()
+            .is_some_and(|t| t.issuer != found.issuer());
+        if moved {
+            tracing::debug!(issuer = found.issuer(), "the authorization server changed");
+            flow.tokens = None;
+            self.store.remove_tokens(&self.key)?;
+        }
+        flow.found = Some(found);
+        if refusal.is_insufficient_scope() {
+            let mut scopes = flow.requested.clone();
+            if let Some(tokens) = &flow.tokens {
+                scopes.extend(tokens.scopes.iter().cloned());
+            }
+            scopes.extend(
+                challenge
+                    .and_then(|c| c.get("scope"))
+                    .map(split_scopes)
+                    .unwrap_or_default(),
+            );
+            let scopes = split_scopes(&scopes.join(" "));
+            self.obtain(&mut flow, scopes).await?;
+            return Ok(true);
+        }
+        if refusal.rejected.is_some()
+            && flow
+                .tokens
+                .as_ref()
+                .is_some_and(|t| t.refresh_token.is_some())
+        {
+            match self.refresh(&mut flow).await {
+                Ok(()) => return Ok(true),
+                Err(error) => tracing::debug!(%error, "refreshing after a 401 failed"),
+            }
+        }
+        let scopes = self.select_scopes(&flow, challenge);
+        self.obtain(&mut flow, scopes).await?;
+        Ok(true)
+    }
+
+    /// The scopes of a first authorization.
+    fn select_scopes(&self, flow: &Flow, challenge: Option<&Challenge>) -> Vec<String> {
+        let mut scopes = if let Some(configured) = &self.scopes {
+            configured.clone()
+        } else if let Some(scope) = challenge.and_then(|c| c.get("scope")) {
+            split_scopes(scope)
+        } else {
+            flow.found
+                .as_ref()
+                .and_then(|f| f.resource_metadata.as_ref())
+                .and_then(|m| m.scopes_supported.clone())
+                .unwrap_or_default()
+        };
+        let offer_offline = self.offline_access
+            && matches!(self.grant, Grant::AuthorizationCode(_))
+            && flow
+                .found
+                .as_ref()
+                .is_some_and(|f| f.server.supports_scope(OFFLINE_ACCESS));
+        if offer_offline && !scopes.iter().any(|s| s == OFFLINE_ACCESS) {
+            scopes.push(OFFLINE_ACCESS.to_owned());
+        }
+        scopes
+    }
+
+    /// Runs the grant for `scopes` and keeps the token.
+    async fn obtain(&self, flow: &mut Flow, scopes: Vec<String>) -> Result<(), Error> {
+        let found = flow
+            .found
+            .clone()
+            .ok_or_else(|| Error::Auth("no authorization server was discovered".into()))?;
+        let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
+        let response = match &self.grant {
+            Grant::AuthorizationCode(handler) => {
+                self.authorization_code(&found, handler.as_ref(), scope.as_deref())
+                    .await?
+            }
+            Grant::ClientCredentials => {
+                let client = self
+                    .client(&found, None, &["client_credentials"], scope.as_deref())
+                    .await?;
+                let mut form = Form::new();
+                form.add("grant_type", "client_credentials")
+                    .add_opt("scope", scope.clone())
+                    .add("resource", found.resource.clone());
+                self.token_endpoint(&found, &client)?.request(form).await?
+            }
+            Grant::JwtBearer(assertion) => {
+                let client = self
+                    .client(&found, None, &[JWT_BEARER], scope.as_deref())
+                    .await?;
+                let mut form = Form::new();
+                form.add("grant_type", JWT_BEARER)
+                    .add("assertion", assertion.expose())
+                    .add_opt("scope", scope.clone())
+                    .add("resource", found.resource.clone());
+                self.token_endpoint(&found, &client)?.request(form).await?
+            }
+            Grant::Enterprise(idp) => self.enterprise(&found, idp, scope.as_deref()).await?,
+        };
+        self.keep(flow, &found, response, scopes)
+    }
+
+    fn keep(
+        &self,
+        flow: &mut Flow,
+        found: &Discovered,
+        response: TokenResponse,
+        requested: Vec<String>,
+    ) -> Result<(), Error> {
+        let previous_refresh = flow.tokens.take().and_then(|t| t.refresh_token);
+        let tokens = StoredTokens {
+            issuer: found.issuer().to_owned(),
+            access_token: response.access_token,
+            refresh_token: response.refresh_token.or(previous_refresh),
+            expires_at: response.expires_at,
+            scopes: response
+                .scope
+                .as_deref()
+                .map(split_scopes)
+                .unwrap_or_else(|| requested.clone()),
+        };
+        self.store.save_tokens(&self.key, &tokens)?;
+        flow.tokens = Some(tokens);
+        flow.requested = requested;
+        Ok(())
+    }
+
+    /// The client id at `found`'s authorization server: stored, or obtained and stored.
+    async fn client(
+        &self,
+        found: &Discovered,
+        redirect_uri: Option<&str>,
+        grant_types: &[&str],
+        scope: Option<&str>,
+    ) -> Result<RegisteredClient, Error> {
+        if let Some(client) = self.store.client(found.issuer())? {
+            return Ok(client);
+        }
+        let wanted = Wanted {
+            redirect_uri,
+            grant_types,
+            scope,
+        };
+        let client = registration::register(&self.fetcher, &self.identity, found, &wanted).await?;
+        self.store.save_client(found.issuer(), &client)?;
+        Ok(client)
+    }
+
+    /// How `client` authenticates at `found`'s token endpoint.
+    fn token_endpoint<'a>(
+        &'a self,
+        found: &'a Discovered,
+        client: &'a RegisteredClient,
+    ) -> Result<TokenEndpoint<'a>, Error> {
+        let supported = found
+            .server
+            .token_endpoint_auth_methods_supported
+            .as_deref();
+        let offers = |method: &str| supported.is_none_or(|list| list.iter().any(|m| m == method));
+        let auth = if let Some(key) = &self.private_key {
+            ClientAuth::PrivateKeyJwt(Arc::clone(key))
+        } else if let Some(secret) = &client.client_secret {
+            match client.token_endpoint_auth_method.as_deref() {
+                Some("client_secret_post") => ClientAuth::SecretPost(secret.clone()),
+                Some("client_secret_basic") => ClientAuth::SecretBasic(secret.clone()),
+                Some("none") => ClientAuth::None,
+                _ if offers("client_secret_basic") => ClientAuth::SecretBasic(secret.clone()),
+                _ if offers("client_secret_post") => ClientAuth::SecretPost(secret.clone()),
+                _ => ClientAuth::SecretBasic(secret.clone()),
+            }
+        } else {
+            ClientAuth::None
+        };
+        tracing::debug!(method = auth.name(), "token endpoint authentication");
+        Ok(TokenEndpoint {
+            fetcher: &self.fetcher,
+            url: found.endpoint("token")?,
+            issuer: found.issuer(),
+            client_id: &client.client_id,
+            auth,
+        })
+    }
+
+    /// The authorization code grant with PKCE.
+    async fn authorization_code(
+        &self,
+        found: &Discovered,
+        handler: &dyn AuthorizationHandler,
+        scope: Option<&str>,
+    ) -> Result<TokenResponse, Error> {
+        let s256 = found
+            .server
+            .code_challenge_methods_supported
+            .as_ref()
+            .is_some_and(|methods| methods.iter().any(|m| m == "S256"));
+        if !s256 {
+            return Err(Error::Auth(format!(
+                "{} does not offer PKCE with S256; not authorizing there",
+                found.issuer()
+            )));
+        }
+        let redirect_uri = handler.redirect_uri();
+        let client = self
+            .client(
+                found,
+                Some(&redirect_uri),
+                &["authorization_code", "refresh_token"],
+                scope,
+            )
+            .await?;
+        let pkce = Pkce::new()?;
+        let state = random(32)?;
+        let endpoint = found.endpoint("authorization")?.to_string();
+        let mut query = Form::new();
+        query
+            .add("response_type", "code")
+            .add("client_id", client.client_id.clone())
+            .add("redirect_uri", redirect_uri.clone())
+            .add("code_challenge", pkce.challenge.clone())
+            .add("code_challenge_method", "S256")
+            .add("state", state.clone())
+            .add_opt("scope", scope)
+            .add("resource", found.resource.clone());
+        let separator = if endpoint.contains('?') { '&' } else { '?' };
+        let url = format!("{endpoint}{separator}{}", query.encode());
+        let callback = handler
+            .authorize(AuthorizationRequest {
+                url: &url,
+                fetcher: &self.fetcher,
+            })
+            .await?;
+        check_callback(found, &callback, &state)?;
+        let code = callback
+            .code
+            .ok_or_else(|| Error::Auth("the authorization redirect carries no code".into()))?;
+        let mut form = Form::new();
+        form.add("grant_type", "authorization_code")
+            .add("code", code)
+            .add("redirect_uri", redirect_uri)
+            .add("code_verifier", pkce.verifier.expose())
+            .add("resource", found.resource.clone());
+        self.token_endpoint(found, &client)?.request(form).await
+    }
+
+    /// Refreshes the current token (keeping a refresh token the server did not rotate).
+    async fn refresh(&self, flow: &mut Flow) -> Result<(), Error> {
+        let tokens = flow
+            .tokens
+            .clone()
+            .ok_or_else(|| Error::Auth("nothing to refresh".into()))?;
+        let refresh_token = tokens
+            .refresh_token
+            .clone()
+            .ok_or_else(|| Error::Auth("no refresh token".into()))?;
+        if flow.found.is_none() {
+            flow.found = Some(discovery::discover(&self.fetcher, &self.server, None).await?);
+        }
+        let found = flow
+            .found
+            .clone()
+            .ok_or_else(|| Error::Auth("no authorization server".into()))?;
+        if found.issuer() != tokens.issuer {
+            return Err(Error::Auth(
+                "the refresh token is from another authorization server".into(),
+            ));
+        }
+        let client = self
+            .store
+            .client(found.issuer())?
+            .or_else(|| self.identity.pre_registered.clone())
+            .ok_or_else(|| Error::Auth("no client registered for the refresh".into()))?;
+        let mut form = Form::new();
+        form.add("grant_type", "refresh_token")
+            .add("refresh_token", refresh_token.expose())
+            .add("resource", found.resource.clone());
+        let response = self.token_endpoint(&found, &client)?.request(form).await?;
+        let requested = flow.requested.clone();
+        let requested = if requested.is_empty() {
+            tokens.scopes.clone()
+        } else {
+            requested
+        };
+        self.keep(flow, &found, response, requested)
+    }
+
+    /// Enterprise-managed authorization: the ID token for an identity assertion grant at the
+    /// identity provider (RFC 8693), then that grant for a token at the authorization server
+    /// (RFC 7523).
+    async fn enterprise(
+        &self,
+        found: &Discovered,
+        idp: &EnterpriseIdp,
+        scope: Option<&str>,
+    ) -> Result<TokenResponse, Error> {
+        let idp_endpoint: Uri = idp.token_endpoint.parse().map_err(|_| {
+            Error::Auth(format!(
+                "invalid IdP token endpoint {:?}",
+                idp.token_endpoint
+            ))
+        })?;
+        let exchange = TokenEndpoint {
+            fetcher: &self.fetcher,
+            url: idp_endpoint,
+            issuer: &idp.token_endpoint,
+            client_id: &idp.client_id,
+            auth: idp
+                .client_secret
+                .clone()
+                .map_or(ClientAuth::None, ClientAuth::SecretBasic),
+        };
+        let mut form = Form::new();
+        form.add("grant_type", TOKEN_EXCHANGE)
+            .add("requested_token_type", ID_JAG)
+            .add("audience", found.issuer())
+            .add("resource", found.resource.clone())
+            .add("subject_token", idp.id_token.expose())
+            .add("subject_token_type", ID_TOKEN)
+            .add_opt("scope", scope);
+        let grant = exchange.request(form).await?;
+        if grant
+            .issued_token_type
+            .as_deref()
+            .is_some_and(|t| t != ID_JAG)
+        {
+            return Err(Error::Auth(
+                "the identity provider issued something other than an identity assertion grant"
+                    .into(),
+            ));
+        }
+        let client = self.client(found, None, &[JWT_BEARER], scope).await?;
+        let mut form = Form::new();
+        form.add("grant_type", JWT_BEARER)
+            .add("assertion", grant.access_token.expose())
+            .add_opt("scope", scope)
+            .add("resource", found.resource.clone());
+        self.token_endpoint(found, &client)?.request(form).await
+    }
+}
+
+/// The redirect's checks, before anything in it is acted on: `state` (exactly the one sent),
+/// then RFC 9207 `iss` (required and equal when the server advertises it, equal when present
+/// anyway), then an error the server reported.
+fn check_callback(found: &Discovered, callback: &Callback, state: &str) -> Result<(), Error> {
+    if callback.state.as_deref() != Some(state) {
+        return Err(Error::Auth(
+            "the authorization redirect's state does not match the request".into(),
+        ));
+    }
+    let advertised = found.server.authorization_response_iss_parameter_supported;
+    match &callback.iss {
+        None if advertised => {
+            return Err(Error::Auth(format!(
+                "{} advertises the iss parameter, and the redirect has none",
+                found.issuer()
+            )));
+        }
+        Some(iss) if iss != found.issuer() => {
+            return Err(Error::Auth(format!(
+                "the redirect comes from issuer {iss:?}, not {:?} (mix-up?)",
+                found.issuer()
+            )));
+        }
+        _ => {}
+    }
+    if let Some(error) = &callback.error {
+        return Err(Error::Auth(format!(
+            "the authorization was refused: {error}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use discovery::ServerMetadata;
+
+    fn found(advertised: bool) -> Discovered {
+        Discovered {
+            resource: "https://mcp.example/mcp".into(),
+            resource_metadata: None,
+            server: ServerMetadata {
+                issuer: "https://as.example".into(),
+                authorization_response_iss_parameter_supported: advertised,
+                ..ServerMetadata::default()
+            },
+        }
+    }
+
+    fn callback(state: &str, iss: Option<&str>) -> Callback {
+        Callback {
+            code: Some("c".into()),
+            state: Some(state.into()),
+            iss: iss.map(str::to_owned),
+            ..Callback::default()
+        }
+    }
+
+    #[test]
+    fn the_rfc_9207_table() {
+        let good = Some("https://as.example");
+        // advertised and right; not advertised and absent: proceed.
+        assert!(check_callback(&found(true), &callback("s", good), "s").is_ok());
+        assert!(check_callback(&found(false), &callback("s", None), "s").is_ok());
+        assert!(check_callback(&found(false), &callback("s", good), "s").is_ok());
+        // advertised and absent; wrong; unadvertised and wrong; a trailing slash: reject.
+        assert!(check_callback(&found(true), &callback("s", None), "s").is_err());
+        assert!(check_callback(&found(true), &callback("s", Some("https://evil")), "s").is_err());
+        assert!(check_callback(&found(false), &callback("s", Some("https://evil")), "s").is_err());
+        assert!(
+            check_callback(
+                &found(true),
+                &callback("s", Some("https://as.example/")),
+                "s"
+            )
+            .is_err()
+        );
+        // state first.
+        assert!(check_callback(&found(false), &callback("other", None), "s").is_err());
+    }
+
+    #[test]
+    fn scopes_are_split_without_duplicates() {
+        assert_eq!(split_scopes(" a b  a c"), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn grants_other_than_the_code_grant_need_a_client_id() {
+        let missing = OAuthClient::builder("http://127.0.0.1:1/mcp")
+            .unwrap()
+            .client_credentials()
+            .build()
+            .unwrap_err();
+        assert!(missing.to_string().contains("client_id"));
+        assert!(
+            OAuthClient::builder("http://127.0.0.1:1/mcp")
+                .unwrap()
+                .build()
+                .is_err()
+        );
+        let ok = OAuthClient::builder("http://127.0.0.1:1/mcp")
+            .unwrap()
+            .client_id("c")
+            .client_secret("hunter2")
+            .client_credentials()
+            .build()
+            .unwrap();
+        assert!(!format!("{ok:?}").contains("hunter2"));
+    }
+}

@@ -1,0 +1,122 @@
+//! `application/x-www-form-urlencoded`: token requests are forms, and so are the query of an
+//! authorization URL and of the redirect that answers it.
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+
+/// What stays as it is in a form value: letters, digits and `*-._` (the WHATWG form rules);
+/// a space becomes `+`.
+const FORM: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'*')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b' ');
+
+/// An ordered list of form fields. `Debug` shows the names only: values are often secrets.
+#[derive(Default, Clone)]
+pub(crate) struct Form(Vec<(String, String)>);
+
+impl std::fmt::Debug for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
+}
+
+impl Form {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a field.
+    pub(crate) fn add(&mut self, name: &str, value: impl Into<String>) -> &mut Self {
+        self.0.push((name.to_owned(), value.into()));
+        self
+    }
+
+    /// Adds a field when there is a value.
+    pub(crate) fn add_opt(&mut self, name: &str, value: Option<impl Into<String>>) -> &mut Self {
+        if let Some(value) = value {
+            self.add(name, value);
+        }
+        self
+    }
+
+    /// The encoded form.
+    pub(crate) fn encode(&self) -> String {
+        let mut out = String::new();
+        for (name, value) in &self.0 {
+            if !out.is_empty() {
+                out.push('&');
+            }
+            out.push_str(&encode(name));
+            out.push('=');
+            out.push_str(&encode(value));
+        }
+        out
+    }
+
+    /// The fields of an encoded form or query (a field with no `=` has an empty value).
+    pub(crate) fn parse(text: &str) -> Self {
+        let fields = text
+            .split('&')
+            .filter(|field| !field.is_empty())
+            .map(|field| {
+                let (name, value) = field.split_once('=').unwrap_or((field, ""));
+                (decode(name), decode(value))
+            })
+            .collect();
+        Self(fields)
+    }
+
+    /// The first value of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// How many times `name` appears.
+    #[cfg(test)]
+    pub(crate) fn count(&self, name: &str) -> usize {
+        self.0.iter().filter(|(key, _)| key == name).count()
+    }
+}
+
+fn encode(text: &str) -> String {
+    utf8_percent_encode(text, FORM)
+        .to_string()
+        .replace(' ', "+")
+}
+
+fn decode(text: &str) -> String {
+    percent_decode_str(&text.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let mut form = Form::new();
+        form.add("scope", "a b:c")
+            .add("redirect_uri", "http://x/cb?y=1&z")
+            .add("é", "+");
+        let text = form.encode();
+        assert_eq!(
+            text,
+            "scope=a+b%3Ac&redirect_uri=http%3A%2F%2Fx%2Fcb%3Fy%3D1%26z&%C3%A9=%2B"
+        );
+        let back = Form::parse(&text);
+        assert_eq!(back.get("scope"), Some("a b:c"));
+        assert_eq!(back.get("redirect_uri"), Some("http://x/cb?y=1&z"));
+        assert_eq!(back.get("é"), Some("+"));
+        assert_eq!(Form::parse("a&b=&a=2").count("a"), 2);
+        assert!(!format!("{form:?}").contains("a b"));
+    }
+}

@@ -1,0 +1,107 @@
+//! Sending one HTTP request with the transport's [`TokenSource`]: the one place where the
+//! `Authorization` header is set and where a 401 or 403 leads to a retry.
+//!
+//! Every request of both HTTP client transports goes through [`send`]: POSTs, the GET stream
+//! and its resumptions, the re-run handshake and the DELETE. A refused request is sent again
+//! (same method, URL, headers and body, with the new credential) when the source says so, at
+//! most [`MAX_AUTH_RETRIES`] times; otherwise the refusal is returned as it came, and the caller
+//! turns it into [`Error::Http`](crate::Error::Http).
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+
+use super::connector::HttpClient;
+use crate::Error;
+use crate::auth::Challenge;
+use crate::auth::client::{MAX_AUTH_RETRIES, Refusal, TokenSource};
+
+/// The transport's credential source, shared by its tasks.
+#[derive(Clone)]
+pub(crate) struct Credentials(pub(crate) Arc<dyn TokenSource>);
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TokenSource(<redacted>)")
+    }
+}
+
+/// Sends `request`, with the source's credential when there is a source, resending it after a
+/// refusal the source can answer. A failure to reach the server is `Err(hyper)`; a failure of
+/// the source is `Err(source)`.
+pub(super) async fn send(
+    client: &HttpClient,
+    credentials: Option<&Credentials>,
+    request: Request<Full<Bytes>>,
+) -> Result<Response<Incoming>, SendError> {
+    let Some(Credentials(source)) = credentials else {
+        return client
+            .request(request)
+            .await
+            .map_err(SendError::Unreachable);
+    };
+    let (parts, body) = request.into_parts();
+    let mut attempt = 0;
+    loop {
+        let mut request = Request::new(body.clone());
+        *request.method_mut() = parts.method.clone();
+        *request.uri_mut() = parts.uri.clone();
+        *request.version_mut() = parts.version;
+        *request.headers_mut() = parts.headers.clone();
+        let sent = source.authorization().await.map_err(SendError::Source)?;
+        if let Some(value) = &sent {
+            let mut header = HeaderValue::try_from(value.expose()).map_err(|_| {
+                SendError::Source(Error::Protocol(
+                    "the token source gave an Authorization value HTTP does not allow".into(),
+                ))
+            })?;
+            header.set_sensitive(true);
+            request.headers_mut().insert(AUTHORIZATION, header);
+        }
+        let response = client
+            .request(request)
+            .await
+            .map_err(SendError::Unreachable)?;
+        let status = response.status();
+        if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN
+            || attempt >= MAX_AUTH_RETRIES
+        {
+            return Ok(response);
+        }
+        let refusal = Refusal {
+            status: status.as_u16(),
+            challenges: challenges(&response),
+            rejected: sent,
+            attempt,
+        };
+        if !source.refused(&refusal).await.map_err(SendError::Source)? {
+            return Ok(response);
+        }
+        attempt += 1;
+        tracing::debug!(%status, attempt, "sending the request again with a new credential");
+    }
+}
+
+/// The challenges of an answer's `WWW-Authenticate` headers.
+fn challenges<B>(response: &Response<B>) -> Vec<Challenge> {
+    Challenge::parse_all(
+        response
+            .headers()
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    )
+}
+
+/// Why [`send`] got no answer.
+pub(super) enum SendError {
+    /// The server could not be reached (or the connection broke).
+    Unreachable(hyper_util::client::legacy::Error),
+    /// The token source failed.
+    Source(Error),
+}
