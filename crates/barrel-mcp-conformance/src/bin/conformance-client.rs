@@ -4,8 +4,13 @@
 //! last argument, the scenario in `MCP_CONFORMANCE_SCENARIO`, the revision under test in
 //! `MCP_CONFORMANCE_PROTOCOL_VERSION` (0.2.0 only; `2026-07-28` means "probe") and scenario data
 //! in `MCP_CONFORMANCE_CONTEXT`. Exits 0 when the scenario's steps all went through.
+//!
+//! Every connection carries an [`OAuthClient`]: the auth scenarios answer with 401 and the
+//! client authorizes (headless: it reads the authorization server's redirect itself), with the
+//! grant the scenario's context calls for; the others never ask.
 
 use anyhow::{Context as _, bail};
+use barrel_mcp::auth::client::oauth::{EnterpriseIdp, Headless, OAuthClient};
 use barrel_mcp::client::{Client, ClientHandler, HandlerContext};
 use barrel_mcp::transport::http_client::{HttpClientConfig, HttpClientTransport};
 use barrel_mcp::types::{
@@ -67,11 +72,14 @@ async fn main() -> anyhow::Result<()> {
     // The elicitation mock sends its question on the session's GET stream; the sse-retry mock
     // takes any GET for the reconnection it times, so there only resumptions GET.
     let open_get_stream = scenario != "sse-retry";
+    let oauth = oauth(&url, &scenario, &context)?;
     let transport = || -> anyhow::Result<HttpClientTransport> {
-        Ok(HttpClientTransport::new(&url)?.config(HttpClientConfig {
-            open_get_stream,
-            ..HttpClientConfig::default()
-        }))
+        Ok(HttpClientTransport::new(&url)?
+            .config(HttpClientConfig {
+                open_get_stream,
+                ..HttpClientConfig::default()
+            })
+            .auth(oauth.clone()))
     };
     let client = match builder.connect_http(transport()?).await {
         Ok(client) => client,
@@ -97,6 +105,45 @@ async fn main() -> anyhow::Result<()> {
     // Give the DELETE a moment on the way out.
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     outcome
+}
+
+/// The OAuth client for `scenario`: the grant its context calls for, else the authorization
+/// code grant with a client ID metadata document URL (used where the authorization server
+/// accepts them) and pre-registered credentials when the context has some.
+fn oauth(url: &str, scenario: &str, context: &Value) -> anyhow::Result<OAuthClient> {
+    let text = |key: &str| context.get(key).and_then(Value::as_str);
+    let mut builder = OAuthClient::builder(url)?;
+    if let Some(id) = text("client_id") {
+        builder = builder.client_id(id);
+    }
+    if let Some(secret) = text("client_secret") {
+        builder = builder.client_secret(secret);
+    }
+    let builder = match scenario {
+        "auth/client-credentials-basic" => builder.client_credentials(),
+        "auth/client-credentials-jwt" => {
+            let pem = text("private_key_pem").context("no private_key_pem in the context")?;
+            let algorithm = text("signing_algorithm").unwrap_or("ES256");
+            builder
+                .private_key_pem(algorithm, pem.as_bytes())?
+                .client_credentials()
+        }
+        "auth/cross-app-access-complete-flow" | "auth/enterprise-managed-authorization" => {
+            let field = |key: &str| text(key).with_context(|| format!("no {key} in the context"));
+            builder.enterprise(EnterpriseIdp::new(
+                field("idp_token_endpoint")?,
+                field("idp_client_id")?,
+                field("idp_id_token")?,
+            ))
+        }
+        "auth/wif-jwt-bearer" => {
+            builder.jwt_bearer(text("valid_jwt").context("no valid_jwt in the context")?)
+        }
+        _ => builder
+            .authorization_code(Headless::new("http://localhost:3000/callback"))
+            .client_metadata_url("https://conformance-test.local/client-metadata.json"),
+    };
+    Ok(builder.build()?)
 }
 
 async fn run(client: &Client, scenario: &str, context: &Value) -> anyhow::Result<()> {
