@@ -24,7 +24,13 @@ pub mod challenge;
 #[cfg(feature = "http-client")]
 pub mod client;
 #[cfg(any(feature = "auth", feature = "oauth-client"))]
+pub(crate) mod fetch;
+#[cfg(any(feature = "auth", feature = "oauth-client"))]
+pub(crate) mod form;
+#[cfg(any(feature = "auth", feature = "oauth-client"))]
 pub mod jose;
+#[cfg(any(feature = "auth", feature = "oauth-client"))]
+pub mod net;
 #[cfg(feature = "auth")]
 pub mod server;
 

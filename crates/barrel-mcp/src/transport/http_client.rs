@@ -93,6 +93,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use legacy::{LegacyReader, LegacySseTransport, LegacyWriter};
+#[cfg(any(feature = "auth", feature = "oauth-client"))]
 pub(crate) use state::error_chain;
 
 use super::{Frame, MessageReader, MessageWriter, Transport};

@@ -6,6 +6,8 @@
 
 #[cfg(feature = "auth")]
 mod auth;
+#[cfg(feature = "auth")]
+mod auth_remote;
 mod hostile;
 mod http2;
 mod legacy;

@@ -28,7 +28,7 @@
 //! metadata lists, else none (the parameter is left out); `offline_access` is added for the
 //! authorization code grant when the authorization server lists it.
 //!
-//! Every URL discovery finds is fetched through an SSRF guard ([`net`]) with size and time
+//! Every URL discovery finds is fetched through an SSRF guard ([`net`](crate::auth::net)) with size and time
 //! caps ([`FetchLimits`]); nothing of the MCP connection (its headers, its token) is sent to
 //! an authorization server.
 //!
@@ -65,25 +65,22 @@ use crate::peer::BoxFuture;
 use crate::transport::http_client::tls::ClientTls;
 
 pub mod discovery;
-mod fetch;
-mod form;
 mod grant;
 mod handler;
-pub mod net;
 mod pkce;
 mod registration;
 mod store;
 
-pub use fetch::FetchLimits;
+pub use crate::auth::fetch::FetchLimits;
 pub use handler::{AuthorizationHandler, AuthorizationRequest, Callback, Headless};
 pub use registration::ClientIdentity;
 pub use store::{MemoryStore, RegisteredClient, StoredTokens, TokenStore};
 
+use crate::auth::fetch::{self, Fetcher};
+use crate::auth::form::Form;
+use crate::auth::net::{self, NetPolicy};
 use discovery::Discovered;
-use fetch::Fetcher;
-use form::Form;
 use grant::{ClientAuth, TokenEndpoint, TokenResponse};
-use net::NetPolicy;
 use pkce::{Pkce, random};
 use registration::Wanted;
 

@@ -1,6 +1,6 @@
 //! [`JwtBearer`]: bearer JWT access tokens checked against keys the server holds (a secret, or
-//! a JWK Set given in the configuration), with the claim rules of RFC 7519, RFC 9068 and the
-//! MCP authorization spec.
+//! a JWK Set given in the configuration) or fetches ([`RemoteJwks`]: a JWK Set URL, cached),
+//! with the claim rules of RFC 7519, RFC 9068 and the MCP authorization spec.
 //!
 //! The rules, each a refusal (401 `invalid_token`) when broken:
 //! - the signature, by [`jose::verify`](crate::auth::jose::verify) (algorithm pinned by the
@@ -17,11 +17,13 @@
 //! the configuration; the subject from `sub` (else `client_id`); the client from `client_id` or
 //! `azp`. Every other claim lands in [`AuthInfo::claims`].
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::header::AUTHORIZATION;
 use serde_json::{Map, Value};
 
+use super::jwks::RemoteJwks;
 use super::{Authenticator, Rejection};
 use crate::Error;
 use crate::auth::AuthInfo;
@@ -55,7 +57,7 @@ pub enum ScopeClaim {
 /// ```
 #[derive(Debug, Clone)]
 pub struct JwtBearer {
-    keys: Vec<VerifyingKey>,
+    keys: Keys,
     issuer: Option<String>,
     audience: Option<String>,
     leeway: Duration,
@@ -70,7 +72,23 @@ impl JwtBearer {
         if keys.is_empty() {
             return Err(Error::Definition("JwtBearer needs at least one key".into()));
         }
-        Ok(Self {
+        Ok(Self::new(Keys::Held(Arc::new(keys))))
+    }
+
+    /// Tokens signed with a key of the JWK Set at `url` (`https://`, or `http://` on loopback),
+    /// fetched and cached as [`RemoteJwks::new`] says.
+    pub fn from_jwks_url(url: &str) -> Result<Self, Error> {
+        Ok(Self::with_remote_jwks(Arc::new(RemoteJwks::new(url)?)))
+    }
+
+    /// Tokens signed with a key of `jwks` (keep a clone of the `Arc` to read
+    /// [`RemoteJwks::fetches`]).
+    pub fn with_remote_jwks(jwks: Arc<RemoteJwks>) -> Self {
+        Self::new(Keys::Remote(jwks))
+    }
+
+    fn new(keys: Keys) -> Self {
+        Self {
             keys,
             issuer: None,
             audience: None,
@@ -78,7 +96,7 @@ impl JwtBearer {
             scope_claim: ScopeClaim::Standard,
             token_type: None,
             max_token_len: 8 * 1024,
-        })
+        }
     }
 
     /// Tokens signed with an HMAC secret (HS256, HS384 or HS512; the secret at least as long as
@@ -138,13 +156,43 @@ impl JwtBearer {
         self
     }
 
-    /// Checks one token and turns its claims into an [`AuthInfo`].
+    /// Checks one token and turns its claims into an [`AuthInfo`], with the keys held (for a
+    /// [`RemoteJwks`], those in its cache: [`Authenticator::authenticate`] fetches them).
     pub fn check(&self, token: &str, now: SystemTime) -> Result<AuthInfo, Rejection> {
+        let keys = match &self.keys {
+            Keys::Held(keys) => Arc::clone(keys),
+            Keys::Remote(jwks) => jwks.cached(),
+        };
+        let verified = jose::verify(token, &keys, self.max_token_len)
+            .map_err(|e| Rejection::invalid(e.to_string()))?;
+        self.claims(verified, now)
+    }
+
+    /// Checks one token against a remote JWK Set: the cached keys, and when none has the
+    /// token's `kid`, the keys fetched again (within the set's floor).
+    async fn check_remote(
+        &self,
+        jwks: &RemoteJwks,
+        token: &str,
+        now: SystemTime,
+    ) -> Result<AuthInfo, Rejection> {
+        let keys = jwks.keys().await?;
+        let verified = match jose::verify(token, &keys, self.max_token_len) {
+            Err(jose::JoseError::NoKey) => match jwks.keys_after_unknown_kid(&keys).await? {
+                Some(newer) => jose::verify(token, &newer, self.max_token_len),
+                None => Err(jose::JoseError::NoKey),
+            },
+            other => other,
+        }
+        .map_err(|e| Rejection::invalid(e.to_string()))?;
+        self.claims(verified, now)
+    }
+
+    /// The claim rules, on a token whose signature was checked.
+    fn claims(&self, verified: jose::Verified, now: SystemTime) -> Result<AuthInfo, Rejection> {
         let Some(audience) = &self.audience else {
             return Err(Rejection::invalid("the server has no audience configured"));
         };
-        let verified = jose::verify(token, &self.keys, self.max_token_len)
-            .map_err(|e| Rejection::invalid(e.to_string()))?;
         if let Some(expected) = &self.token_type {
             let typ = verified
                 .header
@@ -289,16 +337,36 @@ pub(crate) fn bearer_token(head: &http::request::Parts) -> Result<Option<&str>, 
     Ok(Some(token))
 }
 
+/// Where the keys come from.
+#[derive(Debug, Clone)]
+enum Keys {
+    Held(Arc<Vec<VerifyingKey>>),
+    Remote(Arc<RemoteJwks>),
+}
+
 impl Authenticator for JwtBearer {
     fn authenticate<'a>(
         &'a self,
         head: &'a http::request::Parts,
     ) -> BoxFuture<'a, Result<Option<AuthInfo>, Rejection>> {
-        let verdict = bearer_token(head).and_then(|token| match token {
-            Some(token) => self.check(token, SystemTime::now()).map(Some),
-            None => Ok(None),
-        });
-        Box::pin(std::future::ready(verdict))
+        let token = match bearer_token(head) {
+            Ok(Some(token)) => token,
+            Ok(None) => return Box::pin(std::future::ready(Ok(None))),
+            Err(rejection) => return Box::pin(std::future::ready(Err(rejection))),
+        };
+        match &self.keys {
+            Keys::Held(_) => Box::pin(std::future::ready(
+                self.check(token, SystemTime::now()).map(Some),
+            )),
+            Keys::Remote(jwks) => Box::pin(async move {
+                if self.audience.is_none() {
+                    return Err(Rejection::invalid("the server has no audience configured"));
+                }
+                self.check_remote(jwks, token, SystemTime::now())
+                    .await
+                    .map(Some)
+            }),
+        }
     }
 }
 

@@ -16,9 +16,9 @@ use http::Uri;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::fetch::{Fetcher, origin, resolve};
 use crate::Error;
 use crate::auth::Challenge;
+use crate::auth::fetch::{Fetcher, origin, resolve};
 
 /// An RFC 9728 protected-resource metadata document (the fields the client reads).
 #[derive(Debug, Clone, Default, Deserialize)]

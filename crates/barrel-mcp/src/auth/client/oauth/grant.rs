@@ -3,17 +3,15 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use http::header::AUTHORIZATION;
-use http::{HeaderMap, HeaderValue, Uri};
+use http::{HeaderMap, Uri};
 use serde_json::{Map, Value, json};
 
-use super::fetch::Fetcher;
-use super::form::Form;
 use super::pkce::random;
 use crate::Error;
 use crate::auth::Secret;
+use crate::auth::fetch::Fetcher;
+use crate::auth::form::{Form, basic_credentials};
 use crate::auth::jose::SigningKey;
 
 /// `client_assertion_type` of a JWT client assertion.
@@ -74,16 +72,10 @@ impl TokenEndpoint<'_> {
                 form.add("client_id", self.client_id);
             }
             ClientAuth::SecretBasic(secret) => {
-                let pair = format!(
-                    "{}:{}",
-                    form_encode(self.client_id),
-                    form_encode(secret.expose())
-                );
-                let mut value = HeaderValue::try_from(format!("Basic {}", STANDARD.encode(pair)))
-                    .map_err(|_| {
-                    Error::Auth("the client credentials are not valid in a header".into())
-                })?;
-                value.set_sensitive(true);
+                let value =
+                    basic_credentials(self.client_id, secret.expose()).ok_or_else(|| {
+                        Error::Auth("the client credentials are not valid in a header".into())
+                    })?;
                 headers.insert(AUTHORIZATION, value);
             }
             ClientAuth::SecretPost(secret) => {
@@ -179,13 +171,6 @@ pub(crate) fn client_assertion(
         .map_err(|e| Error::Auth(format!("signing the client assertion: {e}")))
 }
 
-/// RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
-fn form_encode(text: &str) -> String {
-    let mut form = Form::new();
-    form.add("x", text);
-    form.encode()[2..].to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,11 +187,6 @@ mod tests {
         assert!(ok.expires_at.unwrap() > SystemTime::now());
         assert!(parse_token_response(&json!({ "access_token": "" })).is_none());
         assert!(parse_token_response(&json!({ "token_type": "Bearer" })).is_none());
-    }
-
-    #[test]
-    fn basic_credentials_are_form_encoded_first() {
-        assert_eq!(form_encode("a b:c"), "a+b%3Ac");
     }
 
     #[test]

@@ -12,9 +12,9 @@
 
 use http::Uri;
 
-use super::fetch::Fetcher;
-use super::form::Form;
 use crate::Error;
+use crate::auth::fetch::Fetcher;
+use crate::auth::form::Form;
 use crate::peer::BoxFuture;
 
 /// What the authorization server's redirect carried.

@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use super::discovery::Discovered;
-use super::fetch::{Fetcher, is_loopback_host};
 use super::store::RegisteredClient;
 use crate::Error;
 use crate::auth::Secret;
+use crate::auth::fetch::{Fetcher, is_loopback_host};
 
 /// How the client identifies itself to authorization servers.
 #[derive(Debug, Clone)]

@@ -1,4 +1,5 @@
-//! The OAuth client's own HTTP: bounded GETs and POSTs to authorization servers, guarded
+//! Auth's own HTTP client: bounded GETs and POSTs to authorization servers (the OAuth client's
+//! discovery, registration and token requests; the server's JWKS and introspection), guarded
 //! against SSRF ([`net`](super::net)).
 //!
 //! - Every URL is `https://`, or `http://` on loopback (or anywhere, when the user allows it
@@ -25,6 +26,7 @@ use serde_json::Value;
 use super::form::Form;
 use super::net::{GuardedResolver, NetPolicy};
 use crate::Error;
+#[cfg(feature = "oauth-client")]
 use crate::auth::Secret;
 use crate::transport::http_client::tls::{ClientTls, Connector};
 
@@ -155,6 +157,7 @@ impl Fetcher {
     }
 
     /// GET `url` without following a redirect (the authorization request).
+    #[cfg(feature = "oauth-client")]
     pub(crate) async fn get_no_follow(&self, url: &Uri) -> Result<Fetched, Error> {
         self.send(Method::GET, url, HeaderMap::new(), None).await
     }
@@ -175,6 +178,7 @@ impl Fetcher {
     }
 
     /// POST JSON to `url` (dynamic client registration), with a bearer token if given.
+    #[cfg(feature = "oauth-client")]
     pub(crate) async fn post_json_with_token(
         &self,
         url: &Uri,

@@ -1,7 +1,7 @@
 //! `application/x-www-form-urlencoded`: token requests are forms, and so are the query of an
 //! authorization URL and of the redirect that answers it.
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 /// What stays as it is in a form value: letters, digits and `*-._` (the WHATWG form rules);
 /// a space becomes `+`.
@@ -36,6 +36,7 @@ impl Form {
     }
 
     /// Adds a field when there is a value.
+    #[cfg(any(feature = "oauth-client", test))]
     pub(crate) fn add_opt(&mut self, name: &str, value: Option<impl Into<String>>) -> &mut Self {
         if let Some(value) = value {
             self.add(name, value);
@@ -58,6 +59,7 @@ impl Form {
     }
 
     /// The fields of an encoded form or query (a field with no `=` has an empty value).
+    #[cfg(any(feature = "oauth-client", test))]
     pub(crate) fn parse(text: &str) -> Self {
         let fields = text
             .split('&')
@@ -71,6 +73,7 @@ impl Form {
     }
 
     /// The first value of `name`.
+    #[cfg(any(feature = "oauth-client", test))]
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
@@ -85,14 +88,29 @@ impl Form {
     }
 }
 
+/// `Authorization: Basic` for an OAuth client (RFC 6749 §2.3.1: id and secret form-encoded
+/// first), marked sensitive. `None` when the result is not a valid header value.
+pub(crate) fn basic_credentials(id: &str, secret: &str) -> Option<http::HeaderValue> {
+    use base64::Engine as _;
+    let pair = format!("{}:{}", encode(id), encode(secret));
+    let value = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    );
+    let mut header = http::HeaderValue::try_from(value).ok()?;
+    header.set_sensitive(true);
+    Some(header)
+}
+
 fn encode(text: &str) -> String {
     utf8_percent_encode(text, FORM)
         .to_string()
         .replace(' ', "+")
 }
 
+#[cfg(any(feature = "oauth-client", test))]
 fn decode(text: &str) -> String {
-    percent_decode_str(&text.replace('+', " "))
+    percent_encoding::percent_decode_str(&text.replace('+', " "))
         .decode_utf8_lossy()
         .into_owned()
 }
@@ -118,5 +136,13 @@ mod tests {
         assert_eq!(back.get("é"), Some("+"));
         assert_eq!(Form::parse("a&b=&a=2").count("a"), 2);
         assert!(!format!("{form:?}").contains("a b"));
+    }
+
+    #[test]
+    fn basic_credentials_are_form_encoded_first() {
+        let header = basic_credentials("a b", "c:d").unwrap();
+        // base64("a+b:c%3Ad")
+        assert_eq!(header.to_str().unwrap(), "Basic YStiOmMlM0Fk");
+        assert!(header.is_sensitive());
     }
 }
