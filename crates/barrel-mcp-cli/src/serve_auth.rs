@@ -1,7 +1,8 @@
 //! `barrel-mcp serve` protected: the auth flags, turned into the HTTP server's `AuthConfig`.
 //!
 //! Bearer JWTs checked against a key the server holds (an HS256 secret file, or a JWK Set
-//! file), API keys (`--auth-api-keys`), HTTP Basic users (`--auth-basic`), any of them at once
+//! file) or fetches (a JWK Set URL), opaque tokens introspected at the authorization server
+//! (RFC 7662), API keys (`--auth-api-keys`), HTTP Basic users (`--auth-basic`), any of them at once
 //! (tried in that order), the RFC 9728 metadata naming the authorization servers, and scopes
 //! for every operation or per tool. Secrets are read from files, never from the command line (where
 //! `ps` and shell history would keep them).
@@ -12,7 +13,7 @@ use anyhow::{Context, bail};
 use barrel_mcp::auth::AuthInfo;
 use barrel_mcp::auth::jose::Algorithm;
 use barrel_mcp::auth::server::{
-    AnyOf, ApiKeys, AuthConfig, BasicAuth, JwtBearer, ProtectedResource, ScopePolicy,
+    AnyOf, ApiKeys, AuthConfig, BasicAuth, Introspection, JwtBearer, ProtectedResource, ScopePolicy,
 };
 
 /// The auth flags of `serve`.
@@ -20,11 +21,29 @@ use barrel_mcp::auth::server::{
 pub(crate) struct AuthArgs {
     /// Require bearer JWTs signed with the HS256 secret in this file (at least 32 bytes; a
     /// trailing newline is ignored).
-    #[arg(long, value_name = "FILE", conflicts_with = "auth_jwks_file")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["auth_jwks_file", "auth_jwks_url"])]
     auth_jwt_secret_file: Option<PathBuf>,
     /// Require bearer JWTs signed with a key of the JWK Set in this file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "auth_jwks_url")]
     auth_jwks_file: Option<PathBuf>,
+    /// Require bearer JWTs signed with a key of the JWK Set at this URL (fetched and cached;
+    /// https, or http on loopback).
+    #[arg(long, value_name = "URL")]
+    auth_jwks_url: Option<String>,
+    /// Accept opaque tokens the authorization server's introspection endpoint (RFC 7662) says
+    /// are active; needs --auth-introspection-client-id and --auth-introspection-secret-file.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires_all = ["auth_introspection_client_id", "auth_introspection_secret_file"]
+    )]
+    auth_introspection_url: Option<String>,
+    /// This server's client id at the introspection endpoint.
+    #[arg(long, value_name = "ID")]
+    auth_introspection_client_id: Option<String>,
+    /// The file holding this server's secret at the introspection endpoint.
+    #[arg(long, value_name = "FILE")]
+    auth_introspection_secret_file: Option<PathBuf>,
     /// The issuer tokens must name (`iss`).
     #[arg(long, value_name = "URL")]
     auth_issuer: Option<String>,
@@ -73,25 +92,34 @@ impl AuthArgs {
             .unwrap_or_else(|| resource_url.clone());
         let mut any = AnyOf::new();
         let mut count = 0;
-        let jwt = match (&self.auth_jwt_secret_file, &self.auth_jwks_file) {
-            (Some(path), _) => {
+        let jwt = match (
+            &self.auth_jwt_secret_file,
+            &self.auth_jwks_file,
+            &self.auth_jwks_url,
+        ) {
+            (Some(path), _, _) => {
                 let secret = read(path)?;
                 let secret = secret.strip_suffix(b"\n").unwrap_or(&secret);
                 Some(JwtBearer::hmac(secret, Algorithm::HS256)?)
             }
-            (None, Some(path)) => {
+            (None, Some(path), _) => {
                 let jwks: serde_json::Value = serde_json::from_slice(&read(path)?)
                     .with_context(|| format!("{} is not JSON", path.display()))?;
                 Some(JwtBearer::from_jwks(&jwks)?)
             }
-            (None, None) => None,
+            (None, None, Some(url)) => Some(JwtBearer::from_jwks_url(url)?),
+            (None, None, None) => None,
         };
         if let Some(jwt) = jwt {
             let jwt = match &self.auth_issuer {
                 Some(issuer) => jwt.issuer(issuer.as_str()),
                 None => jwt,
             };
-            any = any.or(jwt.audience(audience));
+            any = any.or(jwt.audience(audience.as_str()));
+            count += 1;
+        }
+        if let Some(url) = &self.auth_introspection_url {
+            any = any.or(self.introspection(url, &audience)?);
             count += 1;
         }
         if let Some(path) = &self.auth_api_keys {
@@ -109,7 +137,8 @@ impl AuthArgs {
                 || !self.tool_scopes.is_empty()
             {
                 bail!(
-                    "auth flags need a provider: --auth-jwt-secret-file, --auth-jwks-file, --auth-api-keys or --auth-basic"
+                    "auth flags need a provider: --auth-jwt-secret-file, --auth-jwks-file, \
+                     --auth-jwks-url, --auth-introspection-url, --auth-api-keys or --auth-basic"
                 );
             }
             return Ok(None);
@@ -130,6 +159,23 @@ impl AuthArgs {
         supported.dedup();
         let resource = resource.scopes_supported(supported);
         Ok(Some(AuthConfig::new(any).resource(resource).scopes(scopes)))
+    }
+
+    fn introspection(&self, url: &str, audience: &str) -> anyhow::Result<Introspection> {
+        let (Some(id), Some(secret)) = (
+            &self.auth_introspection_client_id,
+            &self.auth_introspection_secret_file,
+        ) else {
+            bail!(
+                "--auth-introspection-url needs --auth-introspection-client-id and --auth-introspection-secret-file"
+            );
+        };
+        let secret = crate::hash_commands::read_secret_file(secret)?;
+        let mut introspection = Introspection::new(url, id.as_str(), secret)?.audience(audience);
+        if let Some(issuer) = &self.auth_issuer {
+            introspection = introspection.issuer(issuer.as_str());
+        }
+        Ok(introspection)
     }
 
     fn api_keys(&self, path: &PathBuf) -> anyhow::Result<ApiKeys> {

@@ -16,8 +16,6 @@ mod keepalive;
 #[cfg(feature = "http-client")]
 mod misbehaving;
 mod mrtr;
-#[cfg(all(feature = "oauth-client", feature = "auth"))]
-mod oauth;
 mod pagination;
 mod progress;
 mod subscriptions;

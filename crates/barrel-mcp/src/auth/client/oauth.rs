@@ -28,7 +28,7 @@
 //! metadata lists, else none (the parameter is left out); `offline_access` is added for the
 //! authorization code grant when the authorization server lists it.
 //!
-//! Every URL discovery finds is fetched through an SSRF guard ([`net`](crate::auth::net)) with size and time
+//! Every URL discovery finds is fetched through an SSRF guard ([`crate::auth::net`]) with size and time
 //! caps ([`FetchLimits`]); nothing of the MCP connection (its headers, its token) is sent to
 //! an authorization server.
 //!

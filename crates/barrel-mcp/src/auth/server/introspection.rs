@@ -1,17 +1,5 @@
 //! [`Introspection`]: opaque bearer tokens checked by asking the authorization server
 //! (RFC 7662 token introspection).
-//!
-//! The token is POSTed to the introspection endpoint (`token`, `token_type_hint=access_token`)
-//! with this resource server's credentials (HTTP Basic). `active: true` makes the caller from the
-//! answer's `sub`, `client_id`, `scope`, `iss`, `aud` and `exp`; anything else is a refusal
-//! (401). The answer must name this server in `aud` when an audience is configured, and a
-//! configured issuer in `iss`. An endpoint that cannot be reached, or answers anything but
-//! 200 with JSON, is 503, never 401.
-//!
-//! Answers are cached by the SHA-256 of the token, for the cache TTL (default 60 s) but never
-//! past the token's `exp`, at most `max_cached` entries (default 10,000; when full, expired
-//! entries go first, then the whole cache): a token revoked at the authorization server keeps
-//! working here for at most the TTL.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -32,7 +20,20 @@ use crate::auth::{AuthInfo, Secret};
 use crate::peer::BoxFuture;
 use crate::transport::http_client::tls::ClientTls;
 
-/// RFC 7662 token introspection (see the [module docs](self)).
+/// [`Introspection`]: opaque bearer tokens checked by asking the authorization server
+/// (RFC 7662 token introspection).
+///
+/// The token is POSTed to the introspection endpoint (`token`, `token_type_hint=access_token`)
+/// with this resource server's credentials (HTTP Basic). `active: true` makes the caller from the
+/// answer's `sub`, `client_id`, `scope`, `iss`, `aud` and `exp`; anything else is a refusal
+/// (401). The answer must name this server in `aud` when an audience is configured, and a
+/// configured issuer in `iss`. An endpoint that cannot be reached, or answers anything but
+/// 200 with JSON, is 503, never 401.
+///
+/// Answers are cached by the SHA-256 of the token, for the cache TTL (default 60 s) but never
+/// past the token's `exp`, at most `max_cached` entries (default 10,000; when full, expired
+/// entries go first, then the whole cache): a token revoked at the authorization server keeps
+/// working here for at most the TTL.
 pub struct Introspection {
     endpoint: Uri,
     client_id: String,

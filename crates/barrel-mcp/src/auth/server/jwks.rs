@@ -1,18 +1,5 @@
 //! [`RemoteJwks`]: the signing keys of an authorization server, fetched from its JWK Set URL
 //! and cached, for [`JwtBearer::with_remote_jwks`](super::JwtBearer::with_remote_jwks).
-//!
-//! - The keys are fetched on first use and again once they are older than the TTL (default
-//!   5 min).
-//! - A token whose `kid` no cached key has makes the cache fetch again at once (key rotation),
-//!   but never twice within the floor (default 30 s): a stream of tokens with made-up `kid`s
-//!   costs the authorization server one request per floor, not one per token.
-//! - One fetch at a time: requests that need keys meanwhile wait for it and share its result.
-//! - An outage is never a 401: with keys in the cache, they keep serving (stale) until the
-//!   server answers again; with none, or when a token's `kid` can only be checked by fetching,
-//!   the answer is 503 ([`Rejection::Unavailable`]).
-//! - The fetch is bounded (1 MiB, 30 s, at most 64 keys), goes through auth's guarded HTTP
-//!   client, and follows no redirect to another origin. Private addresses are allowed (a JWK
-//!   Set is often internal); plain `http://` only on loopback unless allowed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,7 +17,21 @@ use crate::transport::http_client::tls::ClientTls;
 /// The most keys read from one JWK Set.
 const MAX_KEYS: usize = 64;
 
-/// A JWK Set fetched by URL and cached (see the [module docs](self)).
+/// [`RemoteJwks`]: the signing keys of an authorization server, fetched from its JWK Set URL
+/// and cached, for [`JwtBearer::with_remote_jwks`](super::JwtBearer::with_remote_jwks).
+///
+/// - The keys are fetched on first use and again once they are older than the TTL (default
+///   5 min).
+/// - A token whose `kid` no cached key has makes the cache fetch again at once (key rotation),
+///   but never twice within the floor (default 30 s): a stream of tokens with made-up `kid`s
+///   costs the authorization server one request per floor, not one per token.
+/// - One fetch at a time: requests that need keys meanwhile wait for it and share its result.
+/// - An outage is never a 401: with keys in the cache, they keep serving (stale) until the
+///   server answers again; with none, or when a token's `kid` can only be checked by fetching,
+///   the answer is 503 ([`Rejection::Unavailable`]).
+/// - The fetch is bounded (1 MiB, 30 s, at most 64 keys), goes through auth's guarded HTTP
+///   client, and follows no redirect to another origin. Private addresses are allowed (a JWK
+///   Set is often internal); plain `http://` only on loopback unless allowed.
 pub struct RemoteJwks {
     url: Uri,
     fetcher: Fetcher,

@@ -1,28 +1,32 @@
 //! The OAuth client (feature `oauth-client`) against a protected barrel-mcp server (feature
-//! `auth`, HS256 JWTs) and the test authorization server, over real sockets: the whole code
-//! flow with registration, PKCE, `resource` and step-up; refresh with rotation; every refusal
-//! (no S256, `state`, `iss`, the metadata issuer, the resource); the step-up bound; the SSRF
-//! guard; no cross-origin redirect followed.
+//! `auth`, ES256 JWTs checked against the authorization server's JWK Set URL) and the test
+//! authorization server, over real sockets: the whole code flow with registration, PKCE,
+//! `resource` and step-up; refresh with rotation; client credentials; every refusal (no S256,
+//! `state`, `iss`, the metadata issuer, the resource); the step-up bound; the SSRF guard; no
+//! cross-origin redirect followed.
 
-mod authorization_server;
-
+use std::future::Future;
 use std::time::Duration;
 
-use authorization_server::{KEY, Switches, TestAs};
 use axum::Router;
 use axum::routing::get;
 use barrel_mcp::auth::client::oauth::{Headless, OAuthClient};
-use barrel_mcp::auth::jose::Algorithm;
 use barrel_mcp::auth::server::{AuthConfig, JwtBearer, ProtectedResource, ScopePolicy};
 use barrel_mcp::client::Client;
 use barrel_mcp::http::HttpConfig;
 use barrel_mcp::server::{Ctx, Server};
 use barrel_mcp::transport::http_client::HttpClientTransport;
 use barrel_mcp::types::CallToolParams;
+use barrel_mcp_conformance::auth_server::{Switches, TestAuthorizationServer as TestAs};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::support::within;
+/// Fails a test that hangs.
+async fn within<T>(test: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), test)
+        .await
+        .expect("the test did not finish within 30 s")
+}
 
 #[derive(Deserialize, JsonSchema)]
 struct NoArgs {}
@@ -44,8 +48,13 @@ async fn protected(protection: Protection) -> (String, tokio::task::JoinHandle<(
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let url = format!("http://{addr}/mcp");
-    let jwt = JwtBearer::hmac(KEY, Algorithm::HS256)
-        .expect("key")
+    // Forbidden issuers (the SSRF test) cannot serve keys: any loopback URL will do.
+    let jwks = match protection.issuer.strip_prefix("http://127.0.0.1") {
+        Some(_) => format!("{}/jwks", protection.issuer),
+        None => "http://127.0.0.1:9/jwks".to_owned(),
+    };
+    let jwt = JwtBearer::from_jwks_url(&jwks)
+        .expect("jwks")
         .issuer(protection.issuer.clone())
         .audience(url.clone());
     let resource = ProtectedResource::new(protection.resource.unwrap_or_else(|| url.clone()))
@@ -79,7 +88,7 @@ async fn protected(protection: Protection) -> (String, tokio::task::JoinHandle<(
 }
 
 async fn standard(switches: Switches, write_scope: &'static str) -> (TestAs, String) {
-    let authorization = TestAs::start(switches).await;
+    let authorization = TestAs::start_local(switches).await.expect("start");
     let (url, _task) = protected(Protection {
         issuer: authorization.issuer().to_owned(),
         resource: None,
@@ -288,7 +297,9 @@ async fn a_metadata_issuer_mismatch_means_no_registration() {
 #[tokio::test]
 async fn a_resource_mismatch_means_no_contact_with_the_authorization_server() {
     within(async {
-        let authorization = TestAs::start(Switches::default()).await;
+        let authorization = TestAs::start_local(Switches::default())
+            .await
+            .expect("start");
         let (url, _task) = protected(Protection {
             issuer: authorization.issuer().to_owned(),
             resource: Some("https://evil.example.com/mcp".into()),
@@ -371,6 +382,60 @@ async fn a_redirect_to_another_origin_is_not_followed() {
         assert!(error.is_auth(), "{error}");
         assert!(error.to_string().contains("another origin"), "{error}");
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn client_credentials_with_a_secret() {
+    within(async {
+        let (authorization, url) = standard(Switches::default(), "mcp:write").await;
+        authorization.add_client("machine", "machine-secret");
+        let oauth = OAuthClient::builder(&url)
+            .expect("url")
+            .client_id("machine")
+            .client_secret("machine-secret")
+            .client_credentials()
+            .build()
+            .expect("oauth client");
+        let client = connect(&url, oauth).await.expect("connect");
+        assert_eq!(call(&client, "write").await.expect("write"), "write ok");
+        let tokens = authorization.seen_at("/token");
+        assert!(
+            tokens
+                .iter()
+                .all(|t| t.fields["grant_type"] == "client_credentials")
+        );
+        assert!(tokens.iter().all(|t| {
+            t.authorization
+                .as_deref()
+                .is_some_and(|a| a.starts_with("Basic "))
+        }));
+        assert_eq!(tokens.len(), 2, "a first token, then the step-up for write");
+        client.close();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_wrong_client_secret_is_an_auth_error() {
+    within(async {
+        let (authorization, url) = standard(Switches::default(), "mcp:write").await;
+        authorization.add_client("machine", "machine-secret");
+        let oauth = OAuthClient::builder(&url)
+            .expect("url")
+            .client_id("machine")
+            .client_secret("wrong")
+            .client_credentials()
+            .build()
+            .expect("oauth client");
+        let error = connect(&url, oauth).await.unwrap_err();
+        assert!(error.is_auth(), "{error}");
+        assert!(error.to_string().contains("invalid_client"), "{error}");
+        assert!(
+            !error.to_string().contains("wrong"),
+            "no secret in errors: {error}"
+        );
     })
     .await;
 }
