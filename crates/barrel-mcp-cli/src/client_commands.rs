@@ -126,6 +126,39 @@ pub(crate) enum ClientCommand {
     Info(Common),
 }
 
+/// The credentials `barrel-mcp login` stored for `url`, unless the command line gives its
+/// own `Authorization` header.
+#[cfg(feature = "oauth")]
+fn stored_credentials(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> anyhow::Result<Option<barrel_mcp::auth::client::oauth::OAuthClient>> {
+    if headers
+        .keys()
+        .any(|name| name.eq_ignore_ascii_case("authorization"))
+    {
+        return Ok(None);
+    }
+    crate::login_commands::stored_credentials(url).map_err(|e| fail(1, format!("{e:#}")))
+}
+
+#[cfg(not(feature = "oauth"))]
+fn stored_credentials(
+    _: &str,
+    _: &BTreeMap<String, String>,
+) -> anyhow::Result<Option<barrel_mcp::auth::client::StaticToken>> {
+    Ok(None)
+}
+
+/// What to try when a server wants authorization.
+fn login_hint(url: &str) -> String {
+    if cfg!(feature = "oauth") {
+        format!("\nhint: run `barrel-mcp login --url {url}`, or pass a credential with -H")
+    } else {
+        "\nhint: pass a credential with -H 'Authorization: Bearer …'".to_owned()
+    }
+}
+
 /// A failure with its exit code.
 #[derive(Debug)]
 pub(crate) struct Failure {
@@ -141,7 +174,7 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Failure {
         code,
         message: message.into(),
@@ -228,6 +261,9 @@ async fn connect(
                         .header(name, value)
                         .map_err(|e| fail(1, e.to_string()))?;
                 }
+                if let Some(stored) = stored_credentials(url, headers)? {
+                    transport = transport.auth(stored);
+                }
                 builder
                     .fallback_on_probe_timeout(false)
                     .connect(transport)
@@ -245,11 +281,14 @@ async fn connect(
                         .header(name, value)
                         .map_err(|e| fail(1, e.to_string()))?;
                 }
+                if let Some(stored) = stored_credentials(url, headers)? {
+                    transport = transport.auth(stored);
+                }
                 builder.connect_http(transport).await
             };
             match connected {
                 Ok(client) => Ok((client, None)),
-                Err(e) if e.is_auth() => Err(fail(3, format!("{url}: {e}"))),
+                Err(e) if e.is_auth() => Err(fail(3, format!("{url}: {e}{}", login_hint(url)))),
                 Err(e) => Err(fail(4, format!("connecting to {url}: {e}"))),
             }
         }

@@ -7,6 +7,8 @@ mod client_commands;
 mod demo;
 #[cfg(feature = "auth")]
 mod hash_commands;
+#[cfg(feature = "oauth")]
+mod login_commands;
 #[cfg(feature = "auth")]
 mod serve_auth;
 mod target;
@@ -76,6 +78,9 @@ enum Command {
     #[cfg(feature = "auth")]
     #[command(flatten)]
     Hash(hash_commands::HashCommand),
+    #[cfg(feature = "oauth")]
+    #[command(flatten)]
+    Login(login_commands::LoginCommand),
 }
 
 fn main() -> ExitCode {
@@ -105,6 +110,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Client(command) => client_commands::run(&runtime, *command),
         #[cfg(feature = "auth")]
         Command::Hash(command) => hash_commands::run(command),
+        #[cfg(feature = "oauth")]
+        Command::Login(command) => login_commands::run(&runtime, command),
         Command::Serve {
             stdio,
             max_line,

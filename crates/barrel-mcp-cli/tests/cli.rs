@@ -515,3 +515,129 @@ fn hashes_from_stdin_protect_serve_with_api_keys_and_basic() {
     assert_eq!(tools("Authorization: Basic YWRhOm5v"), Some(3));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A GET with no redirect followed: the status line and the `Location` header.
+fn get_no_follow(url: &str) -> (String, Option<String>) {
+    use std::io::Read as _;
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read");
+    let status = answer.lines().next().unwrap_or_default().to_owned();
+    let location = answer.lines().take_while(|l| !l.is_empty()).find_map(|l| {
+        l.split_once(':')
+            .filter(|(name, _)| name.eq_ignore_ascii_case("location"))
+            .map(|(_, value)| value.trim().to_owned())
+    });
+    (status, location)
+}
+
+#[test]
+fn login_stores_tokens_that_every_client_command_uses() {
+    use std::io::BufRead as _;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let authorization = runtime
+        .block_on(
+            barrel_mcp_conformance::auth_server::TestAuthorizationServer::start_local(
+                Default::default(),
+            ),
+        )
+        .expect("the authorization server starts");
+    let issuer = authorization.issuer().to_owned();
+    let jwks = authorization.jwks_url();
+    let (_server, addr) = start_serve([
+        "--auth-jwks-url",
+        &jwks,
+        "--auth-issuer",
+        &issuer,
+        "--authorization-server",
+        &issuer,
+        "--required-scope",
+        "mcp:read",
+    ]);
+    let url = format!("http://{addr}/mcp");
+    let home = std::env::temp_dir().join(format!("barrel-mcp-cli-login-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let with_home = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+            .args(args)
+            .env("BARREL_MCP_HOME", &home)
+            .output()
+            .expect("the binary runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+
+    // Without a login: exit 3, with the hint.
+    let (code, _, stderr) = with_home(&["tools", "--url", &url]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("barrel-mcp login --url"), "{stderr}");
+
+    // Login: the printed URL is followed as a browser would (the test authorization server
+    // approves at once), then its redirect to the loopback listener.
+    let mut login = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+        .args(["login", "--url", &url, "--no-browser"])
+        .env("BARREL_MCP_HOME", &home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("login starts");
+    let stderr = login.stderr.take().expect("stderr");
+    let authorize_url = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|line| line.starts_with("http"))
+        .expect("login prints the authorization URL");
+    let (status, location) = get_no_follow(&authorize_url);
+    assert!(status.contains("302"), "{status}");
+    let callback = location.expect("a redirect");
+    assert!(callback.starts_with("http://127.0.0.1:"), "{callback}");
+    let (status, _) = get_no_follow(&callback);
+    assert!(status.contains("200"), "{status}");
+    let output = login.wait_with_output().expect("login ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains(&format!("issuer: {issuer}")), "{stdout}");
+    assert!(stdout.contains("mcp:read"), "{stdout}");
+
+    // The file is private and holds no token where it is printed.
+    let file = home.join("credentials.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).expect("file").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (code, status_out, _) = with_home(&["auth", "status"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        status_out.contains(&url) && status_out.contains(&issuer),
+        "{status_out}"
+    );
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
+    let token = stored["tokens"][&url]["access_token"]
+        .as_str()
+        .expect("a stored token");
+    assert!(!status_out.contains(token) && !stdout.contains(token));
+
+    // Every client command uses it with no flag.
+    let (code, tools, stderr) = with_home(&["tools", "--url", &url]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(tools.contains("echo"), "{tools}");
+
+    // Logout: back to exit 3.
+    let (code, _, _) = with_home(&["logout", "--url", &url]);
+    assert_eq!(code, Some(0));
+    let (code, _, _) = with_home(&["tools", "--url", &url]);
+    assert_eq!(code, Some(3));
+    let _ = std::fs::remove_dir_all(&home);
+}

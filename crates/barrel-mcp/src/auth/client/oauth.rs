@@ -65,14 +65,18 @@ use crate::peer::BoxFuture;
 use crate::transport::http_client::tls::ClientTls;
 
 pub mod discovery;
+mod file_store;
 mod grant;
 mod handler;
+mod loopback;
 mod pkce;
 mod registration;
 mod store;
 
 pub use crate::auth::fetch::FetchLimits;
+pub use file_store::FileStore;
 pub use handler::{AuthorizationHandler, AuthorizationRequest, Callback, Headless};
+pub use loopback::{LoopbackRedirect, open_browser};
 pub use registration::ClientIdentity;
 pub use store::{MemoryStore, RegisteredClient, StoredTokens, TokenStore};
 
