@@ -1,7 +1,8 @@
 //! A test authorization server (tests and interop only, never a product feature): RFC 8414
 //! metadata, a JWK Set, dynamic client registration, an authorization endpoint that approves at
 //! once (302 with `code`, `state` and `iss`), and a token endpoint for the code grant with PKCE
-//! `S256`, single-use rotating refresh tokens, and client credentials.
+//! `S256`, single-use rotating refresh tokens (issued when `offline_access` was granted, as
+//! many providers do), and client credentials (no refresh token, RFC 6749 §4.4.3).
 //!
 //! Access tokens are ES256 JWTs with `iss`, `aud` (the `resource` of the request), `sub`,
 //! `client_id`, `scope`, `exp`, signed by a key published at `/jwks`. Every request is recorded
@@ -92,10 +93,15 @@ impl TestAuthorizationServer {
     pub fn start(listener: tokio::net::TcpListener, switches: Switches) -> anyhow::Result<Self> {
         let addr = listener.local_addr()?;
         let (key, _) = SigningKey::generate(Algorithm::ES256)?;
+        // A kid of its own per key, so a restarted server's tokens make verifiers refetch.
+        let x = key
+            .public_jwk()
+            .and_then(|jwk| jwk["x"].as_str().map(|x| x.chars().take(12).collect::<String>()))
+            .unwrap_or_default();
         let inner = Arc::new(Inner {
             issuer: format!("http://{addr}"),
             switches,
-            key: key.with_kid("test-as-1"),
+            key: key.with_kid(format!("test-as-{x}")),
             seen: Mutex::new(Vec::new()),
             grants: Mutex::new(Grants::default()),
         });
@@ -344,7 +350,8 @@ async fn token(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes)
     let Some(client) = client_of(&grants.clients, &headers, &fields) else {
         return error(StatusCode::UNAUTHORIZED, "invalid_client");
     };
-    let (client_id, scope, resource) = match field("grant_type").as_str() {
+    let grant_type = field("grant_type");
+    let (client_id, scope, resource) = match grant_type.as_str() {
         "authorization_code" => {
             let Some((client_id, challenge, scope, resource)) = grants.codes.remove(&field("code"))
             else {
@@ -376,21 +383,23 @@ async fn token(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes)
     };
     grants.counter += 1;
     let n = grants.counter;
-    let refresh = format!("refresh-{n}");
-    grants.refresh.insert(
-        refresh.clone(),
-        (client_id.clone(), scope.clone(), resource.clone()),
-    );
+    let offline = grant_type != "client_credentials"
+        && scope.split_whitespace().any(|s| s == "offline_access");
+    let refresh = offline.then(|| format!("refresh-{n}"));
+    if let Some(refresh) = &refresh {
+        let entry = (client_id.clone(), scope.clone(), resource.clone());
+        grants.refresh.insert(refresh.clone(), entry);
+    }
     drop(grants);
     let ttl = inner.switches.access_ttl.unwrap_or(3600);
     let access = mint(&inner, &client_id, &scope, &resource, n);
-    json_response(
-        StatusCode::OK,
-        &json!({
-            "access_token": access, "token_type": "Bearer", "expires_in": ttl,
-            "refresh_token": refresh, "scope": scope,
-        }),
-    )
+    let mut answer = json!({
+        "access_token": access, "token_type": "Bearer", "expires_in": ttl, "scope": scope,
+    });
+    if let Some(refresh) = refresh {
+        answer["refresh_token"] = json!(refresh);
+    }
+    json_response(StatusCode::OK, &answer)
 }
 
 fn mint(inner: &Inner, client_id: &str, scope: &str, resource: &str, n: u64) -> String {
