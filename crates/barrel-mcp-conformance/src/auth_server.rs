@@ -96,7 +96,11 @@ impl TestAuthorizationServer {
         // A kid of its own per key, so a restarted server's tokens make verifiers refetch.
         let x = key
             .public_jwk()
-            .and_then(|jwk| jwk["x"].as_str().map(|x| x.chars().take(12).collect::<String>()))
+            .and_then(|jwk| {
+                jwk["x"]
+                    .as_str()
+                    .map(|x| x.chars().take(12).collect::<String>())
+            })
             .unwrap_or_default();
         let inner = Arc::new(Inner {
             issuer: format!("http://{addr}"),

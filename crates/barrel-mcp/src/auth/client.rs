@@ -30,6 +30,36 @@ pub mod oauth;
 /// 403 from making the client authorize forever).
 pub const MAX_AUTH_RETRIES: u32 = 3;
 
+/// The request a credential is asked for: DPoP proofs name its method and URL.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// The HTTP method.
+    pub method: &'a http::Method,
+    /// The URL.
+    pub url: &'a http::Uri,
+}
+
+/// What a request carries to authenticate: the `Authorization` value, and for a DPoP-bound
+/// token (RFC 9449) the `DPoP` proof.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Credential {
+    /// `Authorization` (`Bearer …`, `DPoP …`).
+    pub authorization: Secret,
+    /// The `DPoP` header, a proof for this one request.
+    pub dpop: Option<Secret>,
+}
+
+impl Credential {
+    /// `Authorization: <value>` alone.
+    pub fn authorization(value: impl Into<Secret>) -> Self {
+        Self {
+            authorization: value.into(),
+            dpop: None,
+        }
+    }
+}
+
 /// The server refused a request for want of (other) credentials.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -43,12 +73,27 @@ pub struct Refusal {
     pub rejected: Option<Secret>,
     /// How many times this request was already resent after a refusal (0 the first time).
     pub attempt: u32,
+    /// The answer's `DPoP-Nonce` header (RFC 9449 §9), if any.
+    pub dpop_nonce: Option<String>,
 }
 
 impl Refusal {
-    /// The `Bearer` challenge, if the server sent one.
+    /// The `Bearer` challenge, else the `DPoP` one, if the server sent either.
     pub fn bearer(&self) -> Option<&Challenge> {
-        self.challenges.iter().find(|c| c.is_scheme("Bearer"))
+        self.challenges
+            .iter()
+            .find(|c| c.is_scheme("Bearer"))
+            .or_else(|| self.challenges.iter().find(|c| c.is_scheme("DPoP")))
+    }
+
+    /// True when the server asks for a DPoP nonce (`error="use_dpop_nonce"` and a
+    /// `DPoP-Nonce` header).
+    pub fn wants_dpop_nonce(&self) -> bool {
+        self.dpop_nonce.is_some()
+            && self
+                .challenges
+                .iter()
+                .any(|c| c.get("error") == Some("use_dpop_nonce"))
     }
 
     /// True for a 403 whose challenge says `error="insufficient_scope"`: the token is good
@@ -66,10 +111,13 @@ impl Refusal {
 ///
 /// Implementations must not log what they hand out.
 pub trait TokenSource: Send + Sync + 'static {
-    /// The `Authorization` value for the next request (`Bearer …`), or `None` to send none.
-    /// Called before every request; a source that caches a token answers from memory. An error
-    /// fails the request (a call fails; the connection ends when the handshake cannot start).
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<Secret>, Error>>;
+    /// The credential for the next request, or `None` to send none. Called before every
+    /// request; a source that caches a token answers from memory. An error fails the request
+    /// (a call fails; the connection ends when the handshake cannot start).
+    fn authorization<'a>(
+        &'a self,
+        request: Outgoing<'a>,
+    ) -> BoxFuture<'a, Result<Option<Credential>, Error>>;
 
     /// The server refused a request: `Ok(true)` when the request should be sent again (with
     /// what [`authorization`](Self::authorization) answers next), `Ok(false)` to give up (the
@@ -79,8 +127,11 @@ pub trait TokenSource: Send + Sync + 'static {
 }
 
 impl<T: TokenSource + ?Sized> TokenSource for Arc<T> {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<Secret>, Error>> {
-        (**self).authorization()
+    fn authorization<'a>(
+        &'a self,
+        request: Outgoing<'a>,
+    ) -> BoxFuture<'a, Result<Option<Credential>, Error>> {
+        (**self).authorization(request)
     }
 
     fn refused<'a>(&'a self, refusal: &'a Refusal) -> BoxFuture<'a, Result<bool, Error>> {
@@ -111,8 +162,11 @@ impl StaticToken {
 }
 
 impl TokenSource for StaticToken {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<Secret>, Error>> {
-        let value = self.value.clone();
+    fn authorization<'a>(
+        &'a self,
+        _: Outgoing<'a>,
+    ) -> BoxFuture<'a, Result<Option<Credential>, Error>> {
+        let value = Credential::authorization(self.value.clone());
         Box::pin(async move { Ok(Some(value)) })
     }
 
@@ -131,6 +185,7 @@ mod tests {
             challenges: Challenge::parse_all([header]),
             rejected: None,
             attempt: 0,
+            dpop_nonce: None,
         }
     }
 
@@ -146,8 +201,14 @@ mod tests {
     #[tokio::test]
     async fn a_static_token_never_retries() {
         let source = StaticToken::bearer("t0k");
-        let value = source.authorization().await.unwrap().unwrap();
-        assert_eq!(value.expose(), "Bearer t0k");
+        let (method, url) = (http::Method::GET, http::Uri::from_static("http://x/mcp"));
+        let outgoing = Outgoing {
+            method: &method,
+            url: &url,
+        };
+        let value = source.authorization(outgoing).await.unwrap().unwrap();
+        assert_eq!(value.authorization.expose(), "Bearer t0k");
+        assert_eq!(value.dpop, None);
         assert!(!source.refused(&refusal(401, "Bearer")).await.unwrap());
         assert!(!format!("{source:?}").contains("t0k"));
     }

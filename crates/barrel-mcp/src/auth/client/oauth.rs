@@ -57,7 +57,7 @@ use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject;
 use tokio::sync::Mutex;
 
-use super::{Refusal, TokenSource};
+use super::{Credential, Outgoing, Refusal, TokenSource};
 use crate::Error;
 use crate::auth::jose::{Algorithm, SigningKey};
 use crate::auth::{Challenge, Secret};
@@ -65,6 +65,7 @@ use crate::peer::BoxFuture;
 use crate::transport::http_client::tls::ClientTls;
 
 pub mod discovery;
+mod dpop;
 mod file_store;
 mod grant;
 mod handler;
@@ -84,6 +85,7 @@ use crate::auth::fetch::{self, Fetcher};
 use crate::auth::form::Form;
 use crate::auth::net::{self, NetPolicy};
 use discovery::Discovered;
+use dpop::{DPOP_ALG, Dpop, keep_nonce, nonce};
 use grant::{ClientAuth, TokenEndpoint, TokenResponse};
 use pkce::{Pkce, random};
 use registration::Wanted;
@@ -165,6 +167,7 @@ pub struct OAuthClientBuilder {
     allow_private_networks: bool,
     allow_http: bool,
     offline_access: bool,
+    dpop: bool,
     refresh_skew: Duration,
     tls: ClientTls,
 }
@@ -314,6 +317,14 @@ impl OAuthClientBuilder {
         self
     }
 
+    /// Binds tokens to a key of this client's (DPoP, RFC 9449) where the authorization server
+    /// supports `ES256` proofs (default true).
+    #[must_use]
+    pub fn dpop(mut self, use_dpop: bool) -> Self {
+        self.dpop = use_dpop;
+        self
+    }
+
     /// Trusts these CA certificates (PEM) for `https://` authorization servers too.
     pub fn add_root_certificates(mut self, pem: &[u8]) -> Result<Self, Error> {
         self.tls.add_roots_pem(pem)?;
@@ -366,6 +377,7 @@ impl OAuthClientBuilder {
                 store: self.store,
                 fetcher,
                 offline_access: self.offline_access,
+                dpop: if self.dpop { Some(Dpop::new()?) } else { None },
                 refresh_skew: self.refresh_skew,
                 flow: Mutex::new(Flow::default()),
             }),
@@ -400,6 +412,8 @@ struct Inner {
     store: Arc<dyn TokenStore>,
     fetcher: Fetcher,
     offline_access: bool,
+    /// The DPoP key, when allowed (used where the authorization server supports it).
+    dpop: Option<Dpop>,
     refresh_skew: Duration,
     /// One flow at a time; requests that meet a refusal meanwhile wait and reuse its token.
     flow: Mutex<Flow>,
@@ -437,6 +451,7 @@ impl OAuthClient {
             allow_private_networks: false,
             allow_http: false,
             offline_access: true,
+            dpop: true,
             refresh_skew: Duration::from_secs(60),
             tls: ClientTls::new()?,
         })
@@ -456,8 +471,11 @@ impl OAuthClient {
 }
 
 impl TokenSource for OAuthClient {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<Secret>, Error>> {
-        Box::pin(self.inner.authorization())
+    fn authorization<'a>(
+        &'a self,
+        request: Outgoing<'a>,
+    ) -> BoxFuture<'a, Result<Option<Credential>, Error>> {
+        Box::pin(self.inner.authorization(request))
     }
 
     fn refused<'a>(&'a self, refusal: &'a Refusal) -> BoxFuture<'a, Result<bool, Error>> {
@@ -465,8 +483,14 @@ impl TokenSource for OAuthClient {
     }
 }
 
-fn bearer(tokens: &StoredTokens) -> Secret {
-    Secret::new(format!("Bearer {}", tokens.access_token.expose()))
+/// The `Authorization` value of `tokens`: `Bearer …`, or `DPoP …` for a bound token.
+fn presented(tokens: &StoredTokens) -> Secret {
+    let scheme = if tokens.token_type.eq_ignore_ascii_case("dpop") {
+        "DPoP"
+    } else {
+        "Bearer"
+    };
+    Secret::new(format!("{scheme} {}", tokens.access_token.expose()))
 }
 
 fn split_scopes(text: &str) -> Vec<String> {
@@ -480,7 +504,7 @@ fn split_scopes(text: &str) -> Vec<String> {
 }
 
 impl Inner {
-    async fn authorization(&self) -> Result<Option<Secret>, Error> {
+    async fn authorization(&self, request: Outgoing<'_>) -> Result<Option<Credential>, Error> {
         let mut flow = self.flow.lock().await;
         if !flow.loaded {
             flow.loaded = true;
@@ -494,14 +518,47 @@ impl Inner {
         if expiring && let Err(error) = self.refresh(&mut flow).await {
             tracing::debug!(%error, "refreshing ahead of expiry failed");
         }
-        Ok(flow.tokens.as_ref().map(bearer))
+        let Some(tokens) = &flow.tokens else {
+            return Ok(None);
+        };
+        let mut credential = Credential::authorization(presented(tokens));
+        if tokens.token_type.eq_ignore_ascii_case("dpop") {
+            let dpop = self.dpop.as_ref().ok_or_else(|| {
+                Error::Auth("a DPoP-bound token, and no DPoP key to present it with".into())
+            })?;
+            credential.dpop = Some(dpop.proof(
+                request.method.as_str(),
+                request.url,
+                Some(tokens.access_token.expose()),
+                nonce(&dpop.rs_nonce),
+            )?);
+        }
+        Ok(Some(credential))
+    }
+
+    /// The DPoP key, when this client has one and `found` accepts its proofs.
+    fn dpop_for(&self, found: &Discovered) -> Option<&Dpop> {
+        let accepted = found
+            .server
+            .dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|algs| algs.iter().any(|a| a == DPOP_ALG));
+        self.dpop.as_ref().filter(|_| accepted)
     }
 
     async fn refused(&self, refusal: &Refusal) -> Result<bool, Error> {
         let mut flow = self.flow.lock().await;
+        // The MCP server wants a DPoP nonce: the same token, a proof with the nonce.
+        if let (Some(dpop), Some(offered)) = (&self.dpop, &refusal.dpop_nonce)
+            && refusal.wants_dpop_nonce()
+            && nonce(&dpop.rs_nonce).as_ref() != Some(offered)
+        {
+            keep_nonce(&dpop.rs_nonce, offered.clone());
+            return Ok(true);
+        }
         // Another request got a new token since this one was sent: try that one.
         if let Some(tokens) = &flow.tokens
-            && refusal.rejected.as_ref() != Some(&bearer(tokens))
+            && refusal.rejected.as_ref() != Some(&presented(tokens))
         {
             return Ok(true);
         }
@@ -626,6 +683,7 @@ impl Inner {
         let tokens = StoredTokens {
             issuer: found.issuer().to_owned(),
             access_token: response.access_token,
+            token_type: response.token_type,
             refresh_token: response.refresh_token.or(previous_refresh),
             expires_at: response.expires_at,
             scopes: response
@@ -693,6 +751,7 @@ impl Inner {
             issuer: found.issuer(),
             client_id: &client.client_id,
             auth,
+            dpop: self.dpop_for(found),
         })
     }
 
@@ -822,6 +881,7 @@ impl Inner {
                 .client_secret
                 .clone()
                 .map_or(ClientAuth::None, ClientAuth::SecretBasic),
+            dpop: None,
         };
         let mut form = Form::new();
         form.add("grant_type", TOKEN_EXCHANGE)

@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use super::connector::HttpClient;
 use crate::Error;
 use crate::auth::Challenge;
-use crate::auth::client::{MAX_AUTH_RETRIES, Refusal, TokenSource};
+use crate::auth::client::{MAX_AUTH_RETRIES, Outgoing, Refusal, TokenSource};
 
 /// The transport's credential source, shared by its tasks.
 #[derive(Clone)]
@@ -53,15 +53,20 @@ pub(super) async fn send(
         *request.uri_mut() = parts.uri.clone();
         *request.version_mut() = parts.version;
         *request.headers_mut() = parts.headers.clone();
-        let sent = source.authorization().await.map_err(SendError::Source)?;
-        if let Some(value) = &sent {
-            let mut header = HeaderValue::try_from(value.expose()).map_err(|_| {
-                SendError::Source(Error::Protocol(
-                    "the token source gave an Authorization value HTTP does not allow".into(),
-                ))
-            })?;
-            header.set_sensitive(true);
-            request.headers_mut().insert(AUTHORIZATION, header);
+        let outgoing = Outgoing {
+            method: &parts.method,
+            url: &parts.uri,
+        };
+        let sent = source
+            .authorization(outgoing)
+            .await
+            .map_err(SendError::Source)?;
+        if let Some(credential) = &sent {
+            let headers = request.headers_mut();
+            headers.insert(AUTHORIZATION, sensitive(&credential.authorization)?);
+            if let Some(proof) = &credential.dpop {
+                headers.insert(DPOP, sensitive(proof)?);
+            }
         }
         let response = client
             .request(request)
@@ -76,8 +81,13 @@ pub(super) async fn send(
         let refusal = Refusal {
             status: status.as_u16(),
             challenges: challenges(&response),
-            rejected: sent,
+            rejected: sent.map(|credential| credential.authorization),
             attempt,
+            dpop_nonce: response
+                .headers()
+                .get(DPOP_NONCE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
         };
         if !source.refused(&refusal).await.map_err(SendError::Source)? {
             return Ok(response);
@@ -85,6 +95,20 @@ pub(super) async fn send(
         attempt += 1;
         tracing::debug!(%status, attempt, "sending the request again with a new credential");
     }
+}
+
+const DPOP: http::HeaderName = http::HeaderName::from_static("dpop");
+const DPOP_NONCE: http::HeaderName = http::HeaderName::from_static("dpop-nonce");
+
+/// A credential as a header value that `Debug` and HTTP/2 compression leave alone.
+fn sensitive(value: &crate::auth::Secret) -> Result<HeaderValue, SendError> {
+    let mut header = HeaderValue::try_from(value.expose()).map_err(|_| {
+        SendError::Source(Error::Protocol(
+            "the token source gave a credential HTTP does not allow in a header".into(),
+        ))
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
 }
 
 /// The challenges of an answer's `WWW-Authenticate` headers.

@@ -68,6 +68,9 @@ pub struct ServerMetadata {
     /// Client ID metadata documents are accepted as client ids.
     #[serde(default)]
     pub client_id_metadata_document_supported: bool,
+    /// RFC 9449: the algorithms it accepts DPoP proofs in.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {

@@ -151,6 +151,7 @@ fn tokens_to(tokens: &StoredTokens) -> Value {
     json!({
         "issuer": tokens.issuer,
         "access_token": tokens.access_token.expose(),
+        "token_type": tokens.token_type,
         "refresh_token": tokens.refresh_token.as_ref().map(Secret::expose),
         "expires_at": expires_at,
         "scopes": tokens.scopes,
@@ -162,6 +163,7 @@ fn tokens_from(value: &Value) -> Option<StoredTokens> {
     Some(StoredTokens {
         issuer: text("issuer")?,
         access_token: Secret::new(text("access_token")?),
+        token_type: text("token_type").unwrap_or_else(|| "Bearer".to_owned()),
         refresh_token: text("refresh_token").map(Secret::new),
         expires_at: value
             .get("expires_at")
@@ -258,6 +260,7 @@ mod tests {
         let tokens = StoredTokens {
             issuer: "https://as".into(),
             access_token: Secret::new("a1"),
+            token_type: "Bearer".into(),
             refresh_token: Some(Secret::new("r1")),
             expires_at: Some(UNIX_EPOCH + Duration::from_secs(2_000_000_000)),
             scopes: vec!["s".into()],

@@ -7,6 +7,7 @@ use http::header::AUTHORIZATION;
 use http::{HeaderMap, Uri};
 use serde_json::{Map, Value, json};
 
+use super::dpop::{Dpop, keep_nonce, nonce};
 use super::pkce::random;
 use crate::Error;
 use crate::auth::Secret;
@@ -50,6 +51,8 @@ pub(crate) struct TokenResponse {
     pub(crate) expires_at: Option<SystemTime>,
     pub(crate) scope: Option<String>,
     pub(crate) issued_token_type: Option<String>,
+    /// `Bearer` or `DPoP`.
+    pub(crate) token_type: String,
 }
 
 /// One client's requests to one token endpoint.
@@ -60,6 +63,8 @@ pub(crate) struct TokenEndpoint<'a> {
     pub(crate) issuer: &'a str,
     pub(crate) client_id: &'a str,
     pub(crate) auth: ClientAuth,
+    /// The client's DPoP key, when the server binds tokens to it.
+    pub(crate) dpop: Option<&'a Dpop>,
 }
 
 impl TokenEndpoint<'_> {
@@ -89,7 +94,32 @@ impl TokenEndpoint<'_> {
                     .add("client_assertion", assertion.expose());
             }
         }
-        let fetched = self.fetcher.post_form(&self.url, &form, headers).await?;
+        // A DPoP proof with each attempt; one more attempt when the server asks for a nonce.
+        let mut nonce_retried = false;
+        let fetched = loop {
+            let mut headers = headers.clone();
+            if let Some(dpop) = self.dpop {
+                let proof = dpop.proof("POST", &self.url, None, nonce(&dpop.as_nonce))?;
+                headers.insert(DPOP, sensitive(&proof)?);
+            }
+            let fetched = self.fetcher.post_form(&self.url, &form, headers).await?;
+            let wants_nonce = fetched.status.as_u16() == 400
+                && fetched.json().is_some_and(|b| {
+                    b.get("error").and_then(Value::as_str) == Some("use_dpop_nonce")
+                });
+            let offered = fetched
+                .headers
+                .get(DPOP_NONCE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            match (self.dpop, wants_nonce, offered) {
+                (Some(dpop), true, Some(offered)) if !nonce_retried => {
+                    keep_nonce(&dpop.as_nonce, offered);
+                    nonce_retried = true;
+                }
+                _ => break fetched,
+            }
+        };
         let body = fetched.json().unwrap_or(Value::Null);
         if !fetched.status.is_success() {
             return Err(Error::Auth(describe_error(
@@ -105,6 +135,16 @@ impl TokenEndpoint<'_> {
             ))
         })
     }
+}
+
+const DPOP: http::HeaderName = http::HeaderName::from_static("dpop");
+const DPOP_NONCE: http::HeaderName = http::HeaderName::from_static("dpop-nonce");
+
+fn sensitive(value: &Secret) -> Result<http::HeaderValue, Error> {
+    let mut header = http::HeaderValue::try_from(value.expose())
+        .map_err(|_| Error::Auth("a DPoP proof that is not a header value".into()))?;
+    header.set_sensitive(true);
+    Ok(header)
 }
 
 /// An OAuth error answer, for people (never a token: the answer failed).
@@ -145,6 +185,11 @@ fn parse_token_response(body: &Value) -> Option<TokenResponse> {
             .get("issued_token_type")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        token_type: body
+            .get("token_type")
+            .and_then(Value::as_str)
+            .unwrap_or("Bearer")
+            .to_owned(),
     })
 }
 

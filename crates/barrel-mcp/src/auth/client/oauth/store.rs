@@ -48,6 +48,9 @@ pub struct StoredTokens {
     pub issuer: String,
     /// The access token.
     pub access_token: Secret,
+    /// How it is presented: `Bearer`, or `DPoP` for a token bound to this client's DPoP key
+    /// (which lives in memory only: such a token is not reused by another process).
+    pub token_type: String,
     /// The refresh token, if one was issued.
     pub refresh_token: Option<Secret>,
     /// When the access token expires, if the server said.
