@@ -81,6 +81,6 @@ pub use barrel_mcp_types as types;
 pub use error::{Error, HttpError, Result};
 
 /// The README's Rust examples, compiled as doctests so they stay true.
-#[cfg(all(doctest, feature = "auth"))]
+#[cfg(all(doctest, feature = "auth", feature = "oauth-client"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;

@@ -1,11 +1,5 @@
 //! [`FileStore`]: registrations and tokens in one JSON file that only its owner can read, for
 //! command-line clients that log in once and connect many times.
-//!
-//! The file (mode 0600, in a directory created 0700) holds
-//! `{"clients": {issuer: client}, "tokens": {server URL: tokens}}`. Every change rewrites it
-//! whole through a temporary file and a rename, so a reader never sees half a file. Two
-//! processes refreshing at once may each write; the last write wins, and the other finds its
-//! refresh token refused and re-reads the file on its next start.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
@@ -16,7 +10,14 @@ use super::store::{RegisteredClient, StoredTokens, TokenStore};
 use crate::Error;
 use crate::auth::Secret;
 
-/// Registrations and tokens in a JSON file (see the [module docs](self)).
+/// [`FileStore`]: registrations and tokens in one JSON file that only its owner can read, for
+/// command-line clients that log in once and connect many times.
+///
+/// The file (mode 0600, in a directory created 0700) holds
+/// `{"clients": {issuer: client}, "tokens": {server URL: tokens}}`. Every change rewrites it
+/// whole through a temporary file and a rename, so a reader never sees half a file. Two
+/// processes refreshing at once may each write; the last write wins, and the other finds its
+/// refresh token refused and re-reads the file on its next start.
 #[derive(Debug, Clone)]
 pub struct FileStore {
     path: PathBuf,

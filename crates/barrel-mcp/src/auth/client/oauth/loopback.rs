@@ -2,16 +2,6 @@
 //! the redirect URI is `http://127.0.0.1:PORT/callback` on a listener this process holds; the
 //! user's browser is sent to the authorization URL, and the authorization server's redirect
 //! comes back to the listener.
-//!
-//! - The listener is bound before the flow starts (port 0: one the system picks), on
-//!   `127.0.0.1` only.
-//! - One callback is taken: the first request to `/callback` with a `state` parameter (other
-//!   paths get 404, so a browser's favicon request changes nothing); the page it answers says
-//!   whether to go back to the terminal. The OAuth client checks `state` and `iss`.
-//! - The wait is bounded ([`LoopbackRedirect::timeout`], default 5 min); requests are read
-//!   with hyper, with a 10 s limit each.
-//! - The authorization URL goes to a function of your choosing: print it, or open a browser
-//!   with [`open_browser`] (which passes it as one argument, never through a shell).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -33,7 +23,20 @@ use crate::peer::BoxFuture;
 /// What is done with the authorization URL.
 type Show = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// A redirect listener on loopback (see the [module docs](self)).
+/// [`LoopbackRedirect`]: the authorization code grant for people at a terminal (RFC 8252 §7.3):
+/// the redirect URI is `http://127.0.0.1:PORT/callback` on a listener this process holds; the
+/// user's browser is sent to the authorization URL, and the authorization server's redirect
+/// comes back to the listener.
+///
+/// - The listener is bound before the flow starts (port 0: one the system picks), on
+///   `127.0.0.1` only.
+/// - One callback is taken: the first request to `/callback` with a `state` parameter (other
+///   paths get 404, so a browser's favicon request changes nothing); the page it answers says
+///   whether to go back to the terminal. The OAuth client checks `state` and `iss`.
+/// - The wait is bounded ([`LoopbackRedirect::timeout`], default 5 min); requests are read
+///   with hyper, with a 10 s limit each.
+/// - The authorization URL goes to a function of your choosing: print it, or open a browser
+///   with [`open_browser`] (which passes it as one argument, never through a shell).
 pub struct LoopbackRedirect {
     listener: Mutex<Option<TcpListener>>,
     addr: SocketAddr,
