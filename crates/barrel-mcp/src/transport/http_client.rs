@@ -31,7 +31,8 @@
 //!   headers of your own (`Authorization`, ...).
 //! - **Resumption**: an SSE stream that ends before the call's response is resumed with a GET
 //!   carrying `Last-Event-ID`, after the server's `retry` (or
-//!   [`HttpClientConfig::default_retry`], and never under [`HttpClientConfig::min_retry`]), up
+//!   [`HttpClientConfig::default_retry`], never under [`HttpClientConfig::min_retry`] nor over
+//!   [`HttpClientConfig::max_retry`]), up
 //!   to [`HttpClientConfig::max_resumptions`] times. An event larger than
 //!   [`HttpClientConfig::max_event_size`] fails its call at once. Once the response is in, a
 //!   stream the server keeps open is dropped after [`HttpClientConfig::stream_end_wait`].
@@ -123,6 +124,13 @@ pub struct HttpClientConfig {
     /// sends (a `retry: 0` must not make the client hammer the server). A GET stream that ends
     /// without any event doubles the wait each time, up to 32 times. Default 100 ms.
     pub min_retry: Duration,
+    /// The longest wait before resuming or reconnecting, whatever `retry` the server sends
+    /// (a `retry` of a day must not park a call). Default 30 s.
+    pub max_retry: Duration,
+    /// How long a request waits for the server's answer to begin (its status and headers;
+    /// a stream's events may come later). A server that never answers fails the request
+    /// instead of holding it (and, for notifications, every later message). Default 60 s.
+    pub response_timeout: Duration,
     /// Once a call's response has arrived on its SSE stream, how long the client waits for the
     /// stream to end (so its connection can be reused) before dropping it. Default 1 s.
     pub stream_end_wait: Duration,
@@ -159,6 +167,8 @@ impl Default for HttpClientConfig {
             max_body_size: DEFAULT_MAX_MESSAGE_SIZE,
             default_retry: Duration::from_secs(1),
             min_retry: Duration::from_millis(100),
+            max_retry: Duration::from_secs(30),
+            response_timeout: Duration::from_secs(60),
             stream_end_wait: Duration::from_secs(1),
             max_resumptions: 5,
             open_get_stream: true,
@@ -331,6 +341,13 @@ fn parse_url(url: &str) -> Result<Uri, Error> {
     let uri: Uri = url
         .parse()
         .map_err(|e| Error::Protocol(format!("invalid URL {url:?}: {e}")))?;
+    // Credentials in the URL would be shown wherever the URL is (errors, logs, `Debug`).
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return Err(Error::Protocol(
+            "the URL carries credentials (user:password@): give them with .header() or .auth()"
+                .into(),
+        ));
+    }
     match uri.scheme_str() {
         Some("http") => Ok(uri),
         #[cfg(feature = "http-client-tls")]
@@ -378,5 +395,8 @@ mod tests {
         let shown = format!("{transport:?} {legacy:?}");
         assert!(!shown.contains("sekrit"), "{shown}");
         assert!(shown.contains("x-api-key"));
+        let refused = HttpClientTransport::new("http://user:sekrit-6@127.0.0.1:1/mcp").unwrap_err();
+        assert!(!refused.to_string().contains("sekrit"), "{refused}");
+        assert!(LegacySseTransport::new("http://u:p@127.0.0.1:1/sse").is_err());
     }
 }

@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
@@ -32,18 +33,17 @@ impl fmt::Debug for Credentials {
 }
 
 /// Sends `request`, with the source's credential when there is a source, resending it after a
-/// refusal the source can answer. A failure to reach the server is `Err(hyper)`; a failure of
-/// the source is `Err(source)`.
+/// refusal the source can answer. Each answer must begin within `limit` (the source's own
+/// work, a person authorizing in a browser, is not counted). A failure to reach the server is
+/// `Err(Unreachable)`; a failure of the source is `Err(Source)`.
 pub(super) async fn send(
     client: &HttpClient,
     credentials: Option<&Credentials>,
     request: Request<Full<Bytes>>,
+    limit: Duration,
 ) -> Result<Response<Incoming>, SendError> {
     let Some(Credentials(source)) = credentials else {
-        return client
-            .request(request)
-            .await
-            .map_err(SendError::Unreachable);
+        return answer(client, request, limit).await;
     };
     let (parts, body) = request.into_parts();
     let mut attempt = 0;
@@ -68,10 +68,7 @@ pub(super) async fn send(
                 headers.insert(DPOP, sensitive(proof)?);
             }
         }
-        let response = client
-            .request(request)
-            .await
-            .map_err(SendError::Unreachable)?;
+        let response = answer(client, request, limit).await?;
         let status = response.status();
         if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN
             || attempt >= MAX_AUTH_RETRIES
@@ -122,10 +119,42 @@ fn challenges<B>(response: &Response<B>) -> Vec<Challenge> {
     )
 }
 
+/// One exchange, bounded by `limit` until the answer begins.
+async fn answer(
+    client: &HttpClient,
+    request: Request<Full<Bytes>>,
+    limit: Duration,
+) -> Result<Response<Incoming>, SendError> {
+    match tokio::time::timeout(limit, client.request(request)).await {
+        Ok(answer) => answer.map_err(SendError::Unreachable),
+        Err(_) => Err(SendError::TimedOut),
+    }
+}
+
 /// Why [`send`] got no answer.
 pub(super) enum SendError {
     /// The server could not be reached (or the connection broke).
     Unreachable(hyper_util::client::legacy::Error),
+    /// The answer did not begin in time.
+    TimedOut,
     /// The token source failed.
     Source(Error),
+}
+
+impl SendError {
+    /// The error a transport reports for a request to `url`.
+    pub(super) fn into_error(self, url: &http::Uri, limit: Duration) -> Error {
+        let message = match self {
+            Self::Source(error) => return error,
+            Self::Unreachable(e) => format!("{url}: {}", super::state::error_chain(&e)),
+            Self::TimedOut => {
+                format!("{url}: no answer within {limit:?} (HttpClientConfig::response_timeout)")
+            }
+        };
+        Error::Http(crate::HttpError {
+            status: None,
+            message,
+            www_authenticate: None,
+        })
+    }
 }

@@ -446,7 +446,10 @@ async fn listen(state: &State, ready: oneshot::Sender<()>) {
 /// How long to wait before resuming or reconnecting: the server's `retry`, or the default,
 /// and never less than the configured floor.
 fn retry_delay(config: &super::HttpClientConfig, retry: Option<Duration>) -> Duration {
-    retry.unwrap_or(config.default_retry).max(config.min_retry)
+    retry
+        .unwrap_or(config.default_retry)
+        .min(config.max_retry)
+        .max(config.min_retry)
 }
 
 /// Re-runs the handshake after the server forgot the session `stale`, on a task of its own:

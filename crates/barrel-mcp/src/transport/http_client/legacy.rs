@@ -17,7 +17,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::authorized::{self, Credentials, SendError};
 use super::connector::{self, ClientTls, HttpClient};
 use super::sse::{Item, SseDecoder};
-use super::state::{error_chain, refusal};
+use super::state::refusal;
 use super::{HttpClientConfig, Inbound, header_pair, parse_url};
 use crate::auth::client::TokenSource;
 use crate::transport::{Frame, MessageReader, MessageWriter, Transport};
@@ -110,6 +110,7 @@ impl Transport for LegacySseTransport {
             client,
             headers: self.headers,
             credentials: self.credentials,
+            response_timeout: self.config.response_timeout,
             inbound: tx,
         });
         let task = Arc::clone(&shared);
@@ -143,6 +144,7 @@ struct Shared {
     client: HttpClient,
     headers: HeaderMap,
     credentials: Option<Credentials>,
+    response_timeout: std::time::Duration,
     inbound: mpsc::Sender<Inbound>,
 }
 
@@ -167,7 +169,7 @@ async fn read_stream(
     *request.headers_mut() = headers;
     let response = match shared.send(request).await {
         Ok(response) => response,
-        Err(e) => return fail(failed(&url, e)).await,
+        Err(e) => return fail(shared.failed(&url, e)).await,
     };
     if let Some(error) = refusal(&response) {
         return fail(error).await;
@@ -247,23 +249,18 @@ impl Shared {
         &self,
         request: Request<Full<Bytes>>,
     ) -> Result<http::Response<hyper::body::Incoming>, SendError> {
-        authorized::send(&self.client, self.credentials.as_ref(), request).await
+        authorized::send(
+            &self.client,
+            self.credentials.as_ref(),
+            request,
+            self.response_timeout,
+        )
+        .await
     }
-}
 
-fn failed(url: &Uri, error: SendError) -> Error {
-    match error {
-        SendError::Unreachable(e) => unreachable(url, &e),
-        SendError::Source(e) => e,
+    fn failed(&self, url: &Uri, error: SendError) -> Error {
+        error.into_error(url, self.response_timeout)
     }
-}
-
-fn unreachable(url: &Uri, error: &dyn std::error::Error) -> Error {
-    Error::Http(HttpError {
-        status: None,
-        message: format!("{url}: {}", error_chain(error)),
-        www_authenticate: None,
-    })
 }
 
 /// The receiving half of a [`LegacySseTransport`]: the SSE stream's messages.
@@ -319,7 +316,7 @@ impl MessageWriter for LegacyWriter {
             .shared
             .send(request)
             .await
-            .map_err(|e| failed(&endpoint, e))?;
+            .map_err(|e| self.shared.failed(&endpoint, e))?;
         if let Some(error) = refusal(&response) {
             return Err(error);
         }

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::authorized::{self, Credentials, SendError};
+use super::authorized::{self, Credentials};
 use super::connector::{self, ClientTls, HttpClient};
 use super::headers::{self, HeaderParam};
 use super::{HttpClientConfig, Inbound, exchange};
@@ -255,16 +255,10 @@ impl State {
     }
 
     async fn request(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, Error> {
-        authorized::send(&self.client, self.credentials.as_ref(), request)
+        let limit = self.config.response_timeout;
+        authorized::send(&self.client, self.credentials.as_ref(), request, limit)
             .await
-            .map_err(|e| match e {
-                SendError::Unreachable(e) => Error::Http(HttpError {
-                    status: None,
-                    message: format!("{}: {}", self.url, error_chain(&e)),
-                    www_authenticate: None,
-                }),
-                SendError::Source(e) => e,
-            })
+            .map_err(|e| e.into_error(&self.url, limit))
     }
 
     /// Stops every stream and DELETEs the session.

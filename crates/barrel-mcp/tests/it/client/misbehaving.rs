@@ -1,6 +1,7 @@
 //! The HTTP client against a server that misbehaves on purpose: a GET stream that ends at once
-//! with `retry: 0` (the client must not hammer it), and a call whose SSE stream never answers
-//! (a timed-out call must let go of its stream, and the server is told).
+//! with `retry: 0` (the client must not hammer it) or with a `retry` of a day (capped), a call
+//! whose SSE stream never answers (a timed-out call must let go of its stream, and the server
+//! is told), and a server that never answers at all (the response timeout).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -388,4 +389,53 @@ async fn a_tool_that_drops_its_header_argument_is_called_without_it() {
         .collect();
     assert_eq!(calls, ["call eu", "call -"]);
     client.close();
+}
+
+#[tokio::test]
+async fn a_retry_of_a_day_is_capped() {
+    // Every GET stream ends at once asking for a wait of a day before the next one.
+    let (url, seen) = start_with("retry: 86400000\n\n".into()).await;
+    let config = HttpClientConfig {
+        max_retry: Duration::from_millis(100),
+        ..HttpClientConfig::default()
+    };
+    let client = connect(&url, config).await;
+    within(async {
+        while count(&seen, "GET") < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    client.close();
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_fails_the_message_in_time() {
+    let get_body = Arc::new(String::from("retry: 100\n\n"));
+    let (url, _seen) = serve(move |seen, request| {
+        let get_body = Arc::clone(&get_body);
+        async move {
+            if request.uri().query() == Some("stall") {
+                std::future::pending::<()>().await;
+            }
+            answer(seen, get_body, request).await
+        }
+    })
+    .await;
+    let config = HttpClientConfig {
+        open_get_stream: false,
+        response_timeout: Duration::from_millis(300),
+        ..HttpClientConfig::default()
+    };
+    // Every POST stalls: the handshake fails after the response timeout instead of holding
+    // the connection (and every later message) for ever.
+    let stalled = format!("{url}?stall");
+    let transport = HttpClientTransport::new(&stalled)
+        .expect("url")
+        .config(config.clone());
+    let started = Instant::now();
+    let outcome = within(builder(Some(ProtocolVersion::V2025_11_25)).connect_http(transport)).await;
+    let error = outcome.expect_err("the server never answers");
+    assert!(error.to_string().contains("response_timeout"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
