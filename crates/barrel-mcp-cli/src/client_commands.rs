@@ -132,6 +132,7 @@ pub(crate) enum ClientCommand {
 fn stored_credentials(
     url: &str,
     headers: &BTreeMap<String, String>,
+    ca_certs: &[std::path::PathBuf],
 ) -> anyhow::Result<Option<barrel_mcp::auth::client::oauth::OAuthClient>> {
     if headers
         .keys()
@@ -139,13 +140,14 @@ fn stored_credentials(
     {
         return Ok(None);
     }
-    crate::login_commands::stored_credentials(url).map_err(|e| fail(1, format!("{e:#}")))
+    crate::login_commands::stored_credentials(url, ca_certs).map_err(|e| fail(1, format!("{e:#}")))
 }
 
 #[cfg(not(feature = "oauth"))]
 fn stored_credentials(
     _: &str,
     _: &BTreeMap<String, String>,
+    _: &[std::path::PathBuf],
 ) -> anyhow::Result<Option<barrel_mcp::auth::client::StaticToken>> {
     Ok(None)
 }
@@ -261,7 +263,7 @@ async fn connect(
                         .header(name, value)
                         .map_err(|e| fail(1, e.to_string()))?;
                 }
-                if let Some(stored) = stored_credentials(url, headers)? {
+                if let Some(stored) = stored_credentials(url, headers, ca_certs)? {
                     transport = transport.auth(stored);
                 }
                 builder
@@ -281,7 +283,7 @@ async fn connect(
                         .header(name, value)
                         .map_err(|e| fail(1, e.to_string()))?;
                 }
-                if let Some(stored) = stored_credentials(url, headers)? {
+                if let Some(stored) = stored_credentials(url, headers, ca_certs)? {
                     transport = transport.auth(stored);
                 }
                 builder.connect_http(transport).await

@@ -86,19 +86,27 @@ pub(crate) fn credentials_path() -> anyhow::Result<PathBuf> {
 
 /// The OAuth client for `url` when the credentials file has tokens for it: it sends them,
 /// refreshes them, and never starts an interactive login.
-pub(crate) fn stored_credentials(url: &str) -> anyhow::Result<Option<OAuthClient>> {
+pub(crate) fn stored_credentials(
+    url: &str,
+    ca_certs: &[PathBuf],
+) -> anyhow::Result<Option<OAuthClient>> {
     let store = FileStore::new(credentials_path()?);
     let key = normalize(url)?;
     if store.tokens(&key)?.is_none() {
         return Ok(None);
     }
-    let client = OAuthClient::builder(url)?
+    let mut builder = OAuthClient::builder(url)?
         .authorization_code(LoginFirst {
             url: url.to_owned(),
         })
         .store(store)
-        .build()?;
-    Ok(Some(client))
+        // The DPoP key would not outlive this process: stored tokens are bearer tokens.
+        .dpop(false);
+    for ca in ca_certs {
+        let pem = std::fs::read(ca).with_context(|| format!("reading {}", ca.display()))?;
+        builder = builder.add_root_certificates(&pem)?;
+    }
+    Ok(Some(builder.build()?))
 }
 
 /// A URL as the OAuth client keys its tokens.
@@ -228,7 +236,9 @@ async fn login(store: FileStore, login: Login) -> anyhow::Result<()> {
     .context("binding the loopback redirect")?;
     let mut builder = OAuthClient::builder(&login.url)?
         .authorization_code(handler)
-        .store(store.clone());
+        .store(store.clone())
+        // Tokens outlive this process; a DPoP key would not.
+        .dpop(false);
     if let Some(id) = &login.client_id {
         builder = builder.client_id(id.as_str());
     }
@@ -245,6 +255,10 @@ async fn login(store: FileStore, login: Login) -> anyhow::Result<()> {
         builder = builder.add_root_certificates(&pem)?;
     }
     let oauth = Arc::new(builder.build()?);
+    // The login first (the user may take minutes), then a connection that uses the token.
+    oauth.authorize().await.map_err(|e| {
+        crate::client_commands::fail(3, format!("logging in to {}: {e}", login.url))
+    })?;
     let mut transport = HttpClientTransport::new(&login.url)?.auth(Arc::clone(&oauth));
     for ca in &login.ca_cert {
         transport = transport.add_root_certificates_file(ca)?;

@@ -439,3 +439,24 @@ async fn a_wrong_client_secret_is_an_auth_error() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn credentials_given_in_advance_go_to_their_issuer_only() {
+    within(async {
+        let (authorization, url) = standard(Switches::default(), "mcp:write").await;
+        authorization.add_client("machine", "machine-secret");
+        let oauth = OAuthClient::builder(&url)
+            .expect("url")
+            .client_id("machine")
+            .client_secret("machine-secret")
+            .issuer("https://the-right-one.example")
+            .client_credentials()
+            .build()
+            .expect("oauth client");
+        let error = connect(&url, oauth).await.unwrap_err();
+        assert!(error.is_auth(), "{error}");
+        assert!(error.to_string().contains("not sent"), "{error}");
+        assert!(authorization.seen_at("/token").is_empty());
+    })
+    .await;
+}

@@ -242,12 +242,11 @@ impl Fetcher {
     }
 }
 
-/// `localhost`, a name under it, or a loopback literal.
+/// `localhost` or a loopback literal (not names under `.localhost`, which some resolvers
+/// send to DNS).
 pub(crate) fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let lower = bare.to_ascii_lowercase();
-    lower == "localhost"
-        || lower.ends_with(".localhost")
+    bare.eq_ignore_ascii_case("localhost")
         || bare
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())

@@ -427,6 +427,13 @@ fn json_object(part: &str, what: &'static str) -> Result<Map<String, Value>, Jos
     }
 }
 
+/// The protected header of a compact JWS, **not verified**: only to choose how to verify it
+/// (never to trust what it says). `None` when it is not a base64url JSON object.
+pub fn peek_header(token: &str) -> Option<Map<String, Value>> {
+    let first = token.split('.').next()?;
+    json_object(first, "header").ok()
+}
+
 /// Checks a compact JWS against `keys`: at most `max_len` bytes, three base64url parts, a
 /// known `alg`, no `crit`, and a signature from a key that has the token's `kid` (any key,
 /// when the token names none) and may check its `alg`.

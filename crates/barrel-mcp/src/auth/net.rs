@@ -4,7 +4,7 @@
 //! fetches; a hostile one could point it at an internal service or a cloud metadata endpoint.
 //! [`NetPolicy`] sorts addresses into public, private (loopback, RFC 1918, CGNAT, unique local)
 //! and forbidden (link-local, unspecified, multicast, broadcast, documentation, cloud metadata),
-//! looking through IPv6 forms that carry an IPv4 address (v4-mapped, v4-compatible, NAT64,
+//! looking through IPv6 forms that carry an IPv4 address (v4-mapped, v4-compatible, SIIT, NAT64,
 //! 6to4, ISATAP). Private addresses are allowed only when the MCP server itself is on one
 //! (a server on loopback has its authorization server there too) or when the user says so.
 //!
@@ -169,7 +169,12 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
         }
         return Some(low(s[6], s[7]));
     }
-    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+    // NAT64: the well-known prefix and the local-use one (RFC 8215).
+    if s[0] == 0x64 && s[1] == 0xff9b && (s[2..6] == [0, 0, 0, 0] || s[2] == 1) {
+        return Some(low(s[6], s[7]));
+    }
+    // IPv4-translated (SIIT, RFC 2765): `::ffff:0:a.b.c.d`.
+    if s[..4] == [0, 0, 0, 0] && s[4] == 0xffff && s[5] == 0 {
         return Some(low(s[6], s[7]));
     }
     if s[0] == 0x2002 {
@@ -274,6 +279,8 @@ mod tests {
         assert_eq!(class("::ffff:169.254.169.254"), AddressClass::Forbidden);
         assert_eq!(class("::10.0.0.1"), AddressClass::Private);
         assert_eq!(class("64:ff9b::a9fe:a9fe"), AddressClass::Forbidden);
+        assert_eq!(class("64:ff9b:1::a9fe:a9fe"), AddressClass::Forbidden);
+        assert_eq!(class("::ffff:0:a9fe:a9fe"), AddressClass::Forbidden);
         assert_eq!(class("2002:a9fe:a9fe::1"), AddressClass::Forbidden);
         assert_eq!(class("2002:7f00:1::1"), AddressClass::Private);
         assert_eq!(class("fe80::5efe:a9fe:a9fe"), AddressClass::Forbidden);

@@ -168,6 +168,7 @@ pub struct OAuthClientBuilder {
     allow_http: bool,
     offline_access: bool,
     dpop: bool,
+    issuer: Option<String>,
     refresh_skew: Duration,
     tls: ClientTls,
 }
@@ -317,8 +318,19 @@ impl OAuthClientBuilder {
         self
     }
 
-    /// Binds tokens to a key of this client's (DPoP, RFC 9449) where the authorization server
-    /// supports `ES256` proofs (default true).
+    /// The authorization server (its issuer identifier) the credentials given in advance are
+    /// for: a client secret, a private key, an assertion, an enterprise identity, an initial
+    /// access token. They are never sent to another one. Without it, they are bound to the
+    /// first authorization server the MCP server names.
+    #[must_use]
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Binds tokens to a key of this client's (DPoP, RFC 9449) where the MCP server asks for
+    /// it and the authorization server supports `ES256` proofs (default true). The key lives in
+    /// memory: a stored DPoP-bound token is not used by another process.
     #[must_use]
     pub fn dpop(mut self, use_dpop: bool) -> Self {
         self.dpop = use_dpop;
@@ -377,6 +389,7 @@ impl OAuthClientBuilder {
                 store: self.store,
                 fetcher,
                 offline_access: self.offline_access,
+                bound_issuer: std::sync::Mutex::new(self.issuer),
                 dpop: if self.dpop { Some(Dpop::new()?) } else { None },
                 refresh_skew: self.refresh_skew,
                 flow: Mutex::new(Flow::default()),
@@ -412,7 +425,10 @@ struct Inner {
     store: Arc<dyn TokenStore>,
     fetcher: Fetcher,
     offline_access: bool,
-    /// The DPoP key, when allowed (used where the authorization server supports it).
+    /// The only authorization server credentials given in advance go to (see
+    /// `check_bound_issuer`).
+    bound_issuer: std::sync::Mutex<Option<String>>,
+    /// The DPoP key, when allowed (used where both servers want it).
     dpop: Option<Dpop>,
     refresh_skew: Duration,
     /// One flow at a time; requests that meet a refusal meanwhile wait and reuse its token.
@@ -452,9 +468,26 @@ impl OAuthClient {
             allow_http: false,
             offline_access: true,
             dpop: true,
+            issuer: None,
             refresh_skew: Duration::from_secs(60),
             tls: ClientTls::new()?,
         })
+    }
+
+    /// Gets a token now, before the first request: discovery from the server's well-known
+    /// metadata (no challenge to read yet), the scopes configured or those the resource
+    /// metadata lists, then the grant. For an interactive login, so that the user's time in
+    /// the browser is not spent inside a request that may time out. Without it, the first
+    /// request's 401 starts the same flow.
+    pub async fn authorize(&self) -> Result<(), Error> {
+        let inner = &self.inner;
+        let mut flow = inner.flow.lock().await;
+        flow.loaded = true;
+        let found = discovery::discover(&inner.fetcher, &inner.server, None).await?;
+        flow.tokens = None;
+        flow.found = Some(found);
+        let scopes = inner.select_scopes(&flow, None);
+        inner.obtain(&mut flow, scopes).await
     }
 
     /// The scopes granted with the current token, if there is one.
@@ -493,6 +526,15 @@ fn presented(tokens: &StoredTokens) -> Secret {
     Secret::new(format!("{scheme} {}", tokens.access_token.expose()))
 }
 
+/// A stored registration still serves when it was made for this redirect URI (a login on
+/// another loopback port registers again).
+fn client_fits(client: &RegisteredClient, redirect_uri: Option<&str>) -> bool {
+    match (&client.redirect_uri, redirect_uri) {
+        (Some(registered), Some(wanted)) => registered == wanted,
+        _ => true,
+    }
+}
+
 fn split_scopes(text: &str) -> Vec<String> {
     let mut scopes: Vec<String> = Vec::new();
     for scope in text.split_ascii_whitespace() {
@@ -508,7 +550,11 @@ impl Inner {
         let mut flow = self.flow.lock().await;
         if !flow.loaded {
             flow.loaded = true;
-            flow.tokens = self.store.tokens(&self.key)?;
+            // A DPoP-bound token is bound to a key that lived in the process that got it.
+            flow.tokens = self
+                .store
+                .tokens(&self.key)?
+                .filter(|t| !t.token_type.eq_ignore_ascii_case("dpop"));
         }
         let expiring = flow.tokens.as_ref().is_some_and(|t| {
             t.refresh_token.is_some()
@@ -536,14 +582,15 @@ impl Inner {
         Ok(Some(credential))
     }
 
-    /// The DPoP key, when this client has one and `found` accepts its proofs.
+    /// The DPoP key, when this client has one, the MCP server asks for DPoP (a `DPoP`
+    /// challenge, or its metadata), and the authorization server accepts the key's proofs.
     fn dpop_for(&self, found: &Discovered) -> Option<&Dpop> {
         let accepted = found
             .server
             .dpop_signing_alg_values_supported
             .as_ref()
             .is_some_and(|algs| algs.iter().any(|a| a == DPOP_ALG));
-        self.dpop.as_ref().filter(|_| accepted)
+        self.dpop.as_ref().filter(|_| accepted && found.dpop_wanted)
     }
 
     async fn refused(&self, refusal: &Refusal) -> Result<bool, Error> {
@@ -567,7 +614,8 @@ impl Inner {
         }
         let challenge = refusal.bearer();
         // The server may have moved to another authorization server: discover every time.
-        let found = discovery::discover(&self.fetcher, &self.server, challenge).await?;
+        let mut found = discovery::discover(&self.fetcher, &self.server, challenge).await?;
+        found.dpop_wanted |= refusal.challenges.iter().any(|c| c.is_scheme("DPoP"));
         let moved = flow
             .tokens
             .as_ref()
@@ -669,17 +717,26 @@ impl Inner {
             }
             Grant::Enterprise(idp) => self.enterprise(&found, idp, scope.as_deref()).await?,
         };
-        self.keep(flow, &found, response, scopes)
+        self.keep(flow, &found, response, scopes, false);
+        Ok(())
     }
 
+    /// Keeps a token response: in memory first (a refresh token may be spent already), then in
+    /// the store (a failure there is logged: the token is still good). `refreshed` carries the
+    /// previous refresh token over when the server did not rotate it.
     fn keep(
         &self,
         flow: &mut Flow,
         found: &Discovered,
         response: TokenResponse,
         requested: Vec<String>,
-    ) -> Result<(), Error> {
-        let previous_refresh = flow.tokens.take().and_then(|t| t.refresh_token);
+        refreshed: bool,
+    ) {
+        let previous_refresh = flow
+            .tokens
+            .take()
+            .and_then(|t| t.refresh_token)
+            .filter(|_| refreshed);
         let tokens = StoredTokens {
             issuer: found.issuer().to_owned(),
             access_token: response.access_token,
@@ -692,10 +749,11 @@ impl Inner {
                 .map(split_scopes)
                 .unwrap_or_else(|| requested.clone()),
         };
-        self.store.save_tokens(&self.key, &tokens)?;
+        if let Err(error) = self.store.save_tokens(&self.key, &tokens) {
+            tracing::warn!(%error, "the token could not be stored; it is kept in memory");
+        }
         flow.tokens = Some(tokens);
         flow.requested = requested;
-        Ok(())
     }
 
     /// The client id at `found`'s authorization server: stored, or obtained and stored.
@@ -706,7 +764,15 @@ impl Inner {
         grant_types: &[&str],
         scope: Option<&str>,
     ) -> Result<RegisteredClient, Error> {
-        if let Some(client) = self.store.client(found.issuer())? {
+        let given_in_advance = self.identity.pre_registered.is_some()
+            || self.identity.initial_access_token.is_some()
+            || !matches!(self.grant, Grant::AuthorizationCode(_));
+        if given_in_advance {
+            self.check_bound_issuer(found.issuer())?;
+        }
+        if let Some(client) = self.store.client(found.issuer())?
+            && client_fits(&client, redirect_uri)
+        {
             return Ok(client);
         }
         let wanted = Wanted {
@@ -717,6 +783,27 @@ impl Inner {
         let client = registration::register(&self.fetcher, &self.identity, found, &wanted).await?;
         self.store.save_client(found.issuer(), &client)?;
         Ok(client)
+    }
+
+    /// Credentials given in advance (a client secret, a key, an assertion, an initial access
+    /// token) go to one authorization server only: the one named with
+    /// [`OAuthClientBuilder::issuer`], else the first the MCP server sends them to.
+    fn check_bound_issuer(&self, issuer: &str) -> Result<(), Error> {
+        let mut bound = self
+            .bound_issuer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match bound.as_deref() {
+            Some(expected) if expected != issuer => Err(Error::Auth(format!(
+                "the MCP server sends this client to {issuer}, but its credentials are for \
+                 {expected}; not sent"
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                *bound = Some(issuer.to_owned());
+                Ok(())
+            }
+        }
     }
 
     /// How `client` authenticates at `found`'s token endpoint.
@@ -813,7 +900,7 @@ impl Inner {
             .add("redirect_uri", redirect_uri)
             .add("code_verifier", pkce.verifier.expose())
             .add("resource", found.resource.clone());
-        self.token_endpoint(found, &client)?.request(form).await
+        Ok(self.token_endpoint(found, &client)?.request(form).await?)
     }
 
     /// Refreshes the current token (keeping a refresh token the server did not rotate).
@@ -847,14 +934,26 @@ impl Inner {
         form.add("grant_type", "refresh_token")
             .add("refresh_token", refresh_token.expose())
             .add("resource", found.resource.clone());
-        let response = self.token_endpoint(&found, &client)?.request(form).await?;
+        let response = match self.token_endpoint(&found, &client)?.request(form).await {
+            Ok(response) => response,
+            Err(error) => {
+                // A refresh token the server refused is dead: do not try it again.
+                if error.refused()
+                    && let Some(tokens) = &mut flow.tokens
+                {
+                    tokens.refresh_token = None;
+                }
+                return Err(error.into());
+            }
+        };
         let requested = flow.requested.clone();
         let requested = if requested.is_empty() {
             tokens.scopes.clone()
         } else {
             requested
         };
-        self.keep(flow, &found, response, requested)
+        self.keep(flow, &found, response, requested, true);
+        Ok(())
     }
 
     /// Enterprise-managed authorization: the ID token for an identity assertion grant at the
@@ -908,7 +1007,7 @@ impl Inner {
             .add("assertion", grant.access_token.expose())
             .add_opt("scope", scope)
             .add("resource", found.resource.clone());
-        self.token_endpoint(found, &client)?.request(form).await
+        Ok(self.token_endpoint(found, &client)?.request(form).await?)
     }
 }
 
@@ -959,6 +1058,7 @@ mod tests {
                 authorization_response_iss_parameter_supported: advertised,
                 ..ServerMetadata::default()
             },
+            dpop_wanted: false,
         }
     }
 

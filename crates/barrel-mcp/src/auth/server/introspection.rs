@@ -26,14 +26,16 @@ use crate::transport::http_client::tls::ClientTls;
 /// The token is POSTed to the introspection endpoint (`token`, `token_type_hint=access_token`)
 /// with this resource server's credentials (HTTP Basic). `active: true` makes the caller from the
 /// answer's `sub`, `client_id`, `scope`, `iss`, `aud` and `exp`; anything else is a refusal
-/// (401). The answer must name this server in `aud` when an audience is configured, and a
+/// (401). The answer must name this server in `aud` (the audience is required), and a
 /// configured issuer in `iss`. An endpoint that cannot be reached, or answers anything but
 /// 200 with JSON, is 503, never 401.
 ///
 /// Answers are cached by the SHA-256 of the token, for the cache TTL (default 60 s) but never
-/// past the token's `exp`, at most `max_cached` entries (default 10,000; when full, expired
-/// entries go first, then the whole cache): a token revoked at the authorization server keeps
-/// working here for at most the TTL.
+/// past the token's `exp`: active ones and refusals apart, each at most `max_cached` entries
+/// (default 10,000; when full, expired entries go first, then that whole cache), so a flood of
+/// junk tokens never evicts a good one. A token revoked at the authorization server keeps
+/// working here for at most the TTL. A DPoP-bound answer (`cnf.jkt`) is refused: this
+/// authenticator reads bearer tokens.
 pub struct Introspection {
     endpoint: Uri,
     client_id: String,
@@ -43,7 +45,9 @@ pub struct Introspection {
     ttl: Duration,
     max_cached: usize,
     fetcher: Fetcher,
-    cache: Mutex<HashMap<[u8; 32], Cached>>,
+    /// Answers for active tokens, and (apart, so junk tokens cannot evict them) refusals.
+    active: Mutex<HashMap<[u8; 32], Cached>>,
+    refused: Mutex<HashMap<[u8; 32], Cached>>,
 }
 
 struct Cached {
@@ -102,11 +106,14 @@ impl Introspection {
             ttl: Duration::from_secs(60),
             max_cached: 10_000,
             fetcher,
-            cache: Mutex::new(HashMap::new()),
+            active: Mutex::new(HashMap::new()),
+            refused: Mutex::new(HashMap::new()),
         })
     }
 
     /// The audience an active token's `aud` must contain (this server's resource URL).
+    /// Required, as for `JwtBearer`: until it is set every token is refused, so a token issued
+    /// for another resource never passes here.
     #[must_use]
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
         self.audience = Some(audience.into());
@@ -171,6 +178,12 @@ impl Introspection {
         if answer.get("active") != Some(&Value::Bool(true)) {
             return Err(Rejection::invalid("the token is not active"));
         }
+        // A token bound to a DPoP key (RFC 9449 §6.2) presented as a bearer token is a replay.
+        if answer.pointer("/cnf/jkt").is_some() {
+            return Err(Rejection::invalid(
+                "a DPoP-bound token presented as a bearer token",
+            ));
+        }
         let text = |key: &str| answer.get(key).and_then(Value::as_str).map(str::to_owned);
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -195,9 +208,10 @@ impl Introspection {
                 .collect(),
             _ => Vec::new(),
         };
-        if let Some(expected) = &self.audience
-            && !audiences.contains(expected)
-        {
+        let Some(expected) = &self.audience else {
+            return Err(Rejection::invalid("the server has no audience configured"));
+        };
+        if !audiences.contains(expected) {
             return Err(Rejection::invalid("the token is not for this server (aud)"));
         }
         let client_id = text("client_id");
@@ -211,17 +225,21 @@ impl Introspection {
         info.client_id = client_id;
         info.issuer = text("iss");
         if let Some(exp) = answer.get("exp").and_then(Value::as_u64) {
-            info.expires_at = Some(UNIX_EPOCH + Duration::from_secs(exp));
+            info.expires_at = UNIX_EPOCH.checked_add(Duration::from_secs(exp));
         }
         Ok(info)
     }
 
     fn lookup(&self, digest: &[u8; 32]) -> Option<Option<AuthInfo>> {
-        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        cache
-            .get(digest)
-            .filter(|c| c.until > Instant::now())
-            .map(|c| c.info.clone())
+        let now = Instant::now();
+        let found = |cache: &Mutex<HashMap<[u8; 32], Cached>>| {
+            let cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+            cache
+                .get(digest)
+                .filter(|c| c.until > now)
+                .map(|c| c.info.clone())
+        };
+        found(&self.active).or_else(|| found(&self.refused))
     }
 
     fn remember(&self, digest: [u8; 32], info: Option<AuthInfo>, exp: Option<u64>) {
@@ -235,7 +253,12 @@ impl Introspection {
                 .map_or(0, |d| d.as_secs());
             ttl = ttl.min(Duration::from_secs(exp.saturating_sub(now)));
         }
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let cache = if info.is_some() {
+            &self.active
+        } else {
+            &self.refused
+        };
+        let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
         if cache.len() >= self.max_cached {
             let now = Instant::now();
             cache.retain(|_, c| c.until > now);

@@ -22,10 +22,13 @@ const MAX_KEYS: usize = 64;
 ///
 /// - The keys are fetched on first use and again once they are older than the TTL (default
 ///   5 min).
-/// - A token whose `kid` no cached key has makes the cache fetch again at once (key rotation),
-///   but never twice within the floor (default 30 s): a stream of tokens with made-up `kid`s
-///   costs the authorization server one request per floor, not one per token.
-/// - One fetch at a time: requests that need keys meanwhile wait for it and share its result.
+/// - A token whose `kid` no cached key has (or, without a `kid`, that no cached key checks)
+///   makes the cache fetch again at once (key rotation), but such fetches come at most once
+///   per floor (default 30 s): a stream of tokens with made-up `kid`s costs the authorization
+///   server one request per floor, not one per token; a genuinely new key's tokens may get 401
+///   for up to one floor after a made-up one.
+/// - One fetch at a time: requests that have stale keys keep using them meanwhile, the others
+///   wait for it and share its result. After a failed fetch, the next waits for the floor.
 /// - An outage is never a 401: with keys in the cache, they keep serving (stale) until the
 ///   server answers again; with none, or when a token's `kid` can only be checked by fetching,
 ///   the answer is 503 ([`Rejection::Unavailable`]).
@@ -47,7 +50,10 @@ pub struct RemoteJwks {
 struct Cache {
     keys: Arc<Vec<VerifyingKey>>,
     fetched_at: Option<Instant>,
-    attempted_at: Option<Instant>,
+    /// The last fetch made for a token no cached key could check.
+    unknown_kid_at: Option<Instant>,
+    /// The last fetch that failed.
+    failed_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for RemoteJwks {
@@ -132,13 +138,24 @@ impl RemoteJwks {
         if let Some(keys) = self.fresh() {
             return Ok(keys);
         }
-        let _flight = self.flight.lock().await;
+        // While another request fetches, the keys held serve (a slow key server must not
+        // hold every request up).
+        let _flight = match self.flight.try_lock() {
+            Ok(flight) => flight,
+            Err(_) => {
+                let stale = self.cached();
+                if !stale.is_empty() {
+                    return Ok(stale);
+                }
+                self.flight.lock().await
+            }
+        };
         if let Some(keys) = self.fresh() {
             return Ok(keys);
         }
         let (stale, may_fetch) = {
             let cache = lock(&self.cache);
-            (Arc::clone(&cache.keys), self.may_fetch(&cache))
+            (Arc::clone(&cache.keys), self.after_floor(cache.failed_at))
         };
         if !may_fetch {
             return if stale.is_empty() {
@@ -170,10 +187,11 @@ impl RemoteJwks {
             if !Arc::ptr_eq(&cache.keys, seen) {
                 return Ok(Some(Arc::clone(&cache.keys)));
             }
-            if !self.may_fetch(&cache) {
+            if !self.after_floor(cache.unknown_kid_at) || !self.after_floor(cache.failed_at) {
                 return Ok(None);
             }
         }
+        lock(&self.cache).unknown_kid_at = Some(Instant::now());
         self.fetch().await.map(Some).map_err(Rejection::unavailable)
     }
 
@@ -190,16 +208,22 @@ impl RemoteJwks {
         fresh.then(|| Arc::clone(&cache.keys))
     }
 
-    fn may_fetch(&self, cache: &Cache) -> bool {
-        cache
-            .attempted_at
-            .is_none_or(|at| at.elapsed() >= self.floor)
+    /// True when `at` (a fetch of some kind) is longer ago than the floor.
+    fn after_floor(&self, at: Option<Instant>) -> bool {
+        at.is_none_or(|at| at.elapsed() >= self.floor)
     }
 
     /// Fetches the set (the caller holds the flight lock) and caches it.
     async fn fetch(&self) -> Result<Arc<Vec<VerifyingKey>>, String> {
-        lock(&self.cache).attempted_at = Some(Instant::now());
         self.fetches.fetch_add(1, Ordering::Relaxed);
+        let fetched = self.fetch_once().await;
+        if fetched.is_err() {
+            lock(&self.cache).failed_at = Some(Instant::now());
+        }
+        fetched
+    }
+
+    async fn fetch_once(&self) -> Result<Arc<Vec<VerifyingKey>>, String> {
         let fetched = self
             .fetcher
             .get_json(&self.url)

@@ -178,10 +178,15 @@ impl JwtBearer {
     ) -> Result<AuthInfo, Rejection> {
         let keys = jwks.keys().await?;
         let verified = match jose::verify(token, &keys, self.max_token_len) {
-            Err(jose::JoseError::NoKey) => match jwks.keys_after_unknown_kid(&keys).await? {
-                Some(newer) => jose::verify(token, &newer, self.max_token_len),
-                None => Err(jose::JoseError::NoKey),
-            },
+            // A new key: its `kid` is unknown, or (a token without one) no key checks it.
+            Err(error @ (jose::JoseError::NoKey | jose::JoseError::Signature))
+                if matches!(error, jose::JoseError::NoKey) || !names_a_kid(token) =>
+            {
+                match jwks.keys_after_unknown_kid(&keys).await? {
+                    Some(newer) => jose::verify(token, &newer, self.max_token_len),
+                    None => Err(error),
+                }
+            }
             other => other,
         }
         .map_err(|e| Rejection::invalid(e.to_string()))?;
@@ -282,6 +287,11 @@ impl JwtBearer {
             ScopeClaim::Named(name) => claims.remove(name).map(words).unwrap_or_default(),
         }
     }
+}
+
+/// True when the token's (unverified) header names a key.
+fn names_a_kid(token: &str) -> bool {
+    jose::peek_header(token).is_some_and(|header| header.contains_key("kid"))
 }
 
 /// A time claim: absent, or a JSON number (seconds). Anything else is a refusal: a string date

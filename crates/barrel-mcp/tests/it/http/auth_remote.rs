@@ -236,6 +236,10 @@ async fn introspection_accepts_active_tokens_for_this_server_only() {
         assert_eq!(status(&server, "opaque-2").await, StatusCode::UNAUTHORIZED);
         *endpoint.body.lock().expect("lock") = json!({"active": false});
         assert_eq!(status(&server, "opaque-3").await, StatusCode::UNAUTHORIZED);
+        // A DPoP-bound token presented as a bearer token.
+        *endpoint.body.lock().expect("lock") =
+            json!({"active": true, "sub": "u", "aud": AUDIENCE, "cnf": {"jkt": "abc"}});
+        assert_eq!(status(&server, "opaque-5").await, StatusCode::UNAUTHORIZED);
         endpoint.down.store(true, Ordering::SeqCst);
         assert_eq!(
             status(&server, "opaque-4").await,

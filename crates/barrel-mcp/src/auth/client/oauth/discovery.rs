@@ -32,6 +32,12 @@ pub struct ResourceMetadata {
     /// The scopes it knows.
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
+    /// RFC 9449: the algorithms it accepts DPoP proofs in.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// RFC 9449: it accepts DPoP-bound tokens only.
+    #[serde(default)]
+    pub dpop_bound_access_tokens_required: bool,
 }
 
 /// An authorization server's metadata (RFC 8414; the fields the client reads).
@@ -92,6 +98,9 @@ pub(crate) struct Discovered {
     /// The authorization server (with no metadata at all, the 2025-03-26 default endpoints,
     /// PKCE `S256` assumed).
     pub(crate) server: ServerMetadata,
+    /// The MCP server takes DPoP-bound tokens (its metadata says so, or it challenged with
+    /// `DPoP`).
+    pub(crate) dpop_wanted: bool,
 }
 
 impl Discovered {
@@ -146,10 +155,13 @@ pub(crate) async fn discover(
             server_metadata.issuer
         )));
     }
+    let dpop_wanted = metadata.dpop_bound_access_tokens_required
+        || metadata.dpop_signing_alg_values_supported.is_some();
     Ok(Discovered {
         resource: metadata.resource.clone(),
         resource_metadata: Some(metadata),
         server: server_metadata,
+        dpop_wanted,
     })
 }
 
@@ -299,6 +311,7 @@ async fn legacy(fetcher: &Fetcher, server: &Uri) -> Result<Discovered, Error> {
                 resource,
                 resource_metadata: None,
                 server: metadata,
+                dpop_wanted: false,
             });
         }
     }
@@ -313,6 +326,7 @@ async fn legacy(fetcher: &Fetcher, server: &Uri) -> Result<Discovered, Error> {
             code_challenge_methods_supported: Some(vec!["S256".into()]),
             ..ServerMetadata::default()
         },
+        dpop_wanted: false,
     })
 }
 

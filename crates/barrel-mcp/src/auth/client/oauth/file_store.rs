@@ -15,9 +15,10 @@ use crate::auth::Secret;
 ///
 /// The file (mode 0600, in a directory created 0700) holds
 /// `{"clients": {issuer: client}, "tokens": {server URL: tokens}}`. Every change rewrites it
-/// whole through a temporary file and a rename, so a reader never sees half a file. Two
-/// processes refreshing at once may each write; the last write wins, and the other finds its
-/// refresh token refused and re-reads the file on its next start.
+/// whole through a temporary file (a fresh random name, created exclusively with mode 0600) and
+/// a rename, so a reader never sees half a file. There is no lock: two processes saving at
+/// once may each write, and the last write wins (the other's rotated refresh token is lost,
+/// and that login has to be renewed).
 #[derive(Debug, Clone)]
 pub struct FileStore {
     path: PathBuf,
@@ -77,9 +78,10 @@ impl FileStore {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         create_private_dir(dir)?;
+        // A fresh name, created exclusively: never a file (or a link) someone made beforehand.
         let temporary = self
             .path
-            .with_extension(format!("tmp{}", std::process::id()));
+            .with_extension(format!("tmp-{}", super::pkce::random(12)?));
         let text = serde_json::to_vec_pretty(document)?;
         write_private(&temporary, &text)?;
         std::fs::rename(&temporary, &self.path).map_err(|e| {
@@ -113,8 +115,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(path)?;
     file.write_all(bytes)?;
@@ -124,7 +125,13 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 #[cfg(not(unix))]
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    std::fs::write(path, bytes).map_err(Error::Io)
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    file.write_all(bytes)?;
+    Ok(())
 }
 
 fn client_to(client: &RegisteredClient) -> Value {
@@ -132,6 +139,7 @@ fn client_to(client: &RegisteredClient) -> Value {
         "client_id": client.client_id,
         "client_secret": client.client_secret.as_ref().map(Secret::expose),
         "token_endpoint_auth_method": client.token_endpoint_auth_method,
+        "redirect_uri": client.redirect_uri,
     })
 }
 
@@ -141,6 +149,7 @@ fn client_from(value: &Value) -> Option<RegisteredClient> {
         client_id: text("client_id")?,
         client_secret: text("client_secret").map(Secret::new),
         token_endpoint_auth_method: text("token_endpoint_auth_method"),
+        redirect_uri: text("redirect_uri"),
     })
 }
 
@@ -169,7 +178,7 @@ fn tokens_from(value: &Value) -> Option<StoredTokens> {
         expires_at: value
             .get("expires_at")
             .and_then(Value::as_u64)
-            .map(|s| UNIX_EPOCH + Duration::from_secs(s)),
+            .and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s))),
         scopes: value
             .get("scopes")
             .and_then(Value::as_array)

@@ -43,6 +43,36 @@ impl ClientAuth {
     }
 }
 
+/// Why a token request got no token.
+#[derive(Debug)]
+pub(crate) enum GrantError {
+    /// The server answered with an OAuth error (`invalid_grant`, `invalid_client`, ...).
+    Refused(Error),
+    /// Anything else: the server could not be reached, or its answer was not one.
+    Failed(Error),
+}
+
+impl GrantError {
+    /// True when the server refused the grant (a refresh token it refused is dead).
+    pub(crate) fn refused(&self) -> bool {
+        matches!(self, Self::Refused(_))
+    }
+}
+
+impl From<Error> for GrantError {
+    fn from(error: Error) -> Self {
+        Self::Failed(error)
+    }
+}
+
+impl From<GrantError> for Error {
+    fn from(error: GrantError) -> Self {
+        match error {
+            GrantError::Refused(error) | GrantError::Failed(error) => error,
+        }
+    }
+}
+
 /// A token endpoint's successful answer.
 #[derive(Debug, Clone)]
 pub(crate) struct TokenResponse {
@@ -70,7 +100,7 @@ pub(crate) struct TokenEndpoint<'a> {
 impl TokenEndpoint<'_> {
     /// POSTs `form` (the grant's fields) with the client's authentication, and reads the
     /// answer.
-    pub(crate) async fn request(&self, mut form: Form) -> Result<TokenResponse, Error> {
+    pub(crate) async fn request(&self, mut form: Form) -> Result<TokenResponse, GrantError> {
         let mut headers = HeaderMap::new();
         match &self.auth {
             ClientAuth::None => {
@@ -122,17 +152,19 @@ impl TokenEndpoint<'_> {
         };
         let body = fetched.json().unwrap_or(Value::Null);
         if !fetched.status.is_success() {
-            return Err(Error::Auth(describe_error(
-                &self.url,
-                fetched.status.as_u16(),
-                &body,
-            )));
+            let error = Error::Auth(describe_error(&self.url, fetched.status.as_u16(), &body));
+            let oauth_error = fetched.status.is_client_error() && body.get("error").is_some();
+            return Err(if oauth_error {
+                GrantError::Refused(error)
+            } else {
+                GrantError::Failed(error)
+            });
         }
         parse_token_response(&body).ok_or_else(|| {
-            Error::Auth(format!(
+            GrantError::Failed(Error::Auth(format!(
                 "{}: the token response has no access_token",
                 self.url
-            ))
+            )))
         })
     }
 }

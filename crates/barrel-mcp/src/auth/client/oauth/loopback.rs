@@ -4,7 +4,7 @@
 //! comes back to the listener.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,15 +30,18 @@ type Show = Arc<dyn Fn(&str) + Send + Sync>;
 ///
 /// - The listener is bound before the flow starts (port 0: one the system picks), on
 ///   `127.0.0.1` only.
-/// - One callback is taken: the first request to `/callback` with a `state` parameter (other
-///   paths get 404, so a browser's favicon request changes nothing); the page it answers says
-///   whether to go back to the terminal. The OAuth client checks `state` and `iss`.
+/// - One callback is taken per authorization: the first request to `/callback` whose `state`
+///   is the one the authorization request carries (other paths get 404, other states 400, so
+///   a browser's favicon request or a stray page cannot end the login); the page it answers
+///   says whether to go back to the terminal. The OAuth client checks `state` and `iss` again.
+///   The listener serves every later authorization (a step-up) too.
 /// - The wait is bounded ([`LoopbackRedirect::timeout`], default 5 min); requests are read
 ///   with hyper, with a 10 s limit each.
 /// - The authorization URL goes to a function of your choosing: print it, or open a browser
 ///   with [`open_browser`] (which passes it as one argument, never through a shell).
 pub struct LoopbackRedirect {
-    listener: Mutex<Option<TcpListener>>,
+    /// Held by the authorization in progress.
+    listener: tokio::sync::Mutex<TcpListener>,
     addr: SocketAddr,
     show: Show,
     timeout: Duration,
@@ -62,7 +65,7 @@ impl LoopbackRedirect {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         Ok(Self {
-            listener: Mutex::new(Some(listener)),
+            listener: tokio::sync::Mutex::new(listener),
             addr,
             show: Arc::new(show),
             timeout: Duration::from_secs(300),
@@ -92,22 +95,20 @@ impl AuthorizationHandler for LoopbackRedirect {
         request: AuthorizationRequest<'a>,
     ) -> BoxFuture<'a, Result<Callback, Error>> {
         Box::pin(async move {
-            let listener = self
-                .listener
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-                .ok_or_else(|| Error::Auth("the loopback redirect was already used".into()))?;
+            let listener = self.listener.lock().await;
+            let state = Callback::from_redirect(request.url())
+                .state
+                .ok_or_else(|| Error::Auth("the authorization request has no state".into()))?;
             (self.show)(request.url());
-            tokio::time::timeout(self.timeout, wait(listener))
+            tokio::time::timeout(self.timeout, wait(&listener, Arc::new(state)))
                 .await
                 .map_err(|_| Error::Auth("no authorization came back in time".into()))?
         })
     }
 }
 
-/// Serves the listener until a callback arrives.
-async fn wait(listener: TcpListener) -> Result<Callback, Error> {
+/// Serves the listener until the callback for `state` arrives.
+async fn wait(listener: &TcpListener, state: Arc<String>) -> Result<Callback, Error> {
     let (found, mut callbacks) = mpsc::channel::<Callback>(1);
     loop {
         tokio::select! {
@@ -116,9 +117,11 @@ async fn wait(listener: TcpListener) -> Result<Callback, Error> {
             }
             accepted = listener.accept() => {
                 let (stream, _) = accepted?;
-                let found = found.clone();
+                let (found, state) = (found.clone(), Arc::clone(&state));
                 tokio::spawn(async move {
-                    let service = service_fn(move |request| answer(request, found.clone()));
+                    let service = service_fn(move |request| {
+                        answer(request, found.clone(), Arc::clone(&state))
+                    });
                     let connection = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service);
                     let _ = tokio::time::timeout(Duration::from_secs(10), connection).await;
@@ -131,6 +134,7 @@ async fn wait(listener: TcpListener) -> Result<Callback, Error> {
 async fn answer(
     request: http::Request<Incoming>,
     found: mpsc::Sender<Callback>,
+    state: Arc<String>,
 ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
     let page = |status: StatusCode, text: &'static str| {
         let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
@@ -139,6 +143,12 @@ async fn answer(
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("text/html; charset=utf-8"),
         );
+        // Each connection answers for one authorization: a browser must not carry it over to
+        // the next one.
+        response.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
         response
     };
     let uri = request.uri();
@@ -146,10 +156,10 @@ async fn answer(
         return Ok(page(StatusCode::NOT_FOUND, "<p>Not found.</p>"));
     }
     let callback = Callback::from_redirect(&uri.to_string());
-    if callback.state.is_none() {
+    if callback.state.as_deref() != Some(state.as_str()) {
         return Ok(page(
             StatusCode::BAD_REQUEST,
-            "<p>This is not an authorization callback.</p>",
+            "<p>This is not the authorization this terminal waits for.</p>",
         ));
     }
     let failed = callback.error.is_some();
@@ -196,6 +206,8 @@ pub fn open_browser(url: &str) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
     use crate::auth::fetch::{FetchLimits, Fetcher};
     use crate::auth::net::NetPolicy;
@@ -220,7 +232,7 @@ mod tests {
             &ClientTls::new().unwrap(),
         );
         let request = AuthorizationRequest {
-            url: "https://as.example/authorize?x=1",
+            url: "https://as.example/authorize?x=1&state=s1",
             fetcher: &fetcher,
         };
         let browser = async {
@@ -230,6 +242,9 @@ mod tests {
             let favicon = crate::auth::fetch::resolve(&base, "/favicon.ico").unwrap();
             let miss = fetcher.get_json(&favicon).await.unwrap();
             assert_eq!(miss.status, StatusCode::NOT_FOUND);
+            let stray: http::Uri = format!("{redirect}?code=evil&state=other").parse().unwrap();
+            let refused = fetcher.get_json(&stray).await.unwrap();
+            assert_eq!(refused.status, StatusCode::BAD_REQUEST);
             let back: http::Uri = format!("{redirect}?code=c1&state=s1").parse().unwrap();
             let page = fetcher.get_json(&back).await.unwrap();
             assert_eq!(page.status, StatusCode::OK);
@@ -238,7 +253,22 @@ mod tests {
         let callback = callback.unwrap();
         assert_eq!(callback.code.as_deref(), Some("c1"));
         assert_eq!(callback.state.as_deref(), Some("s1"));
-        assert_eq!(*shown.lock().unwrap(), "https://as.example/authorize?x=1");
+        assert_eq!(
+            *shown.lock().unwrap(),
+            "https://as.example/authorize?x=1&state=s1"
+        );
+        // The listener serves a second authorization (a step-up).
+        let second = AuthorizationRequest {
+            url: "https://as.example/authorize?state=s2",
+            fetcher: &fetcher,
+        };
+        let browser = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let back: http::Uri = format!("{redirect}?code=c2&state=s2").parse().unwrap();
+            fetcher.get_json(&back).await.unwrap();
+        };
+        let (callback, ()) = tokio::join!(handler.authorize(second), browser);
+        assert_eq!(callback.unwrap().code.as_deref(), Some("c2"));
         assert!(open_browser("file:///etc/passwd").is_err());
     }
 }

@@ -120,6 +120,7 @@ pub(crate) async fn register(
             .get("token_endpoint_auth_method")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        redirect_uri: wanted.redirect_uri.map(str::to_owned),
     })
 }
 

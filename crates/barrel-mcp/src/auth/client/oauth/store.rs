@@ -20,6 +20,8 @@ pub struct RegisteredClient {
     pub client_secret: Option<Secret>,
     /// The token endpoint authentication method the server registered, if it said.
     pub token_endpoint_auth_method: Option<String>,
+    /// The redirect URI it was registered with (dynamic registration), if any.
+    pub redirect_uri: Option<String>,
 }
 
 impl RegisteredClient {
@@ -29,6 +31,7 @@ impl RegisteredClient {
             client_id: client_id.into(),
             client_secret: None,
             token_endpoint_auth_method: None,
+            redirect_uri: None,
         }
     }
 
