@@ -44,6 +44,7 @@
 //! | [`peer`] | the JSON-RPC engine every role runs on |
 //! | [`transport`] | in-memory, stdio and child-process transports; the HTTP client transports |
 //! | `http` | the Streamable HTTP server: an axum router and a listener (feature `http-server`) |
+//! | `host` | names, URIs and model API formats for a host over many servers (feature `host`) |
 //! | [`types`] | the wire model (`barrel-mcp-types`) |
 //!
 //! # Features
@@ -58,6 +59,8 @@
 //! | `http-client` | `transport::http_client`: Streamable HTTP and legacy HTTP+SSE clients, `http://` |
 //! | `http-client-tls` | `https://` for both HTTP clients, with Mozilla's roots (implies `http-client`) |
 //! | `auth` | `auth::server`: authenticators, scopes, protected-resource metadata for the HTTP server (implies `http-server`, `http-client-tls`) |
+//! | `oauth-client` | `auth::client::oauth`: the OAuth 2.1 client, DPoP, a loopback redirect, a token file (implies `http-client-tls`) |
+//! | `host` | `host`: exposed names, namespaced URIs, Anthropic / OpenAI / Gemini tool formats |
 //!
 //! # Cancel safety
 //!
@@ -71,6 +74,8 @@ pub mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "host")]
+pub mod host;
 #[cfg(feature = "http-server")]
 pub mod http;
 pub mod peer;

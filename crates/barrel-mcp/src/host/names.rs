@@ -1,0 +1,450 @@
+//! Exposed names: what models and downstream clients call the tools and prompts of many
+//! servers, as a table (never a split on a separator).
+//!
+//! The rules:
+//! - A server's **prefix** is its policy's, or its id sanitized: lower case `[a-z0-9_-]`,
+//!   starting with a letter (else `s` is put in front), no `__` inside, at most 20 characters
+//!   (a configured prefix may have 32).
+//! - A raw name's **base** is the name with every character outside `[A-Za-z0-9_-]` replaced
+//!   by `_` (an empty one becomes `tool`).
+//! - The **exposed name** is the policy's rename for that raw name, else `prefix__base` (or
+//!   `base` alone with [`PrefixMode::Never`], or when unique with [`PrefixMode::OnCollision`]).
+//! - A name longer than the limit (default 64), and every name that collides with another one
+//!   after sanitizing (`a.b` and `a_b`), is cut and given a stable suffix: `_` and the first 12
+//!   hex digits of SHA-256 of the server id, a NUL and the raw name. No entry is ever dropped.
+//!
+//! Every exposed name matches `^[A-Za-z][A-Za-z0-9_-]{0,63}$` (shorter with a lower limit):
+//! valid at once for Anthropic, OpenAI Chat Completions, OpenAI Responses and Gemini. A name
+//! depends only on its server id, its raw name, the server's policy and whether its base
+//! collides, so adding an unrelated server renames nothing. The table resolves exposed names
+//! back to `(server, raw name)` exactly.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sha2::{Digest, Sha256};
+
+use crate::Error;
+
+/// The longest exposed name by default: the intersection of the providers' limits.
+pub const DEFAULT_MAX_LEN: usize = 64;
+
+/// The shortest limit accepted (room for a hash suffix and a few characters).
+pub const MIN_MAX_LEN: usize = 20;
+
+const SUFFIX_LEN: usize = 13; // "_" + 12 hex digits
+
+/// When the server prefix is put in front of a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PrefixMode {
+    /// Always: `prefix__name`. Two servers never collide. The default.
+    #[default]
+    Always,
+    /// Only when another server has a tool of the same (sanitized) name; unique names stay
+    /// bare. Adding a server may then rename a tool of another one.
+    OnCollision,
+    /// Never: a collision between servers is an error when the table is built.
+    Never,
+}
+
+/// How one server's names are exposed.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct NamePolicy {
+    /// The prefix (validated: `[a-z0-9_-]`, starting with a letter, no `__`, at most 32).
+    pub prefix: Option<String>,
+    /// When the prefix is used.
+    pub mode: PrefixMode,
+    /// Exposed names chosen for raw names (validated like exposed names, unique).
+    pub renames: BTreeMap<String, String>,
+}
+
+impl NamePolicy {
+    /// The default policy: the sanitized server id as prefix, always used.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses `prefix` instead of the sanitized server id.
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// Sets when the prefix is used.
+    #[must_use]
+    pub fn mode(mut self, mode: PrefixMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Exposes the raw name `raw` as `exposed`.
+    #[must_use]
+    pub fn rename(mut self, raw: impl Into<String>, exposed: impl Into<String>) -> Self {
+        self.renames.insert(raw.into(), exposed.into());
+        self
+    }
+}
+
+/// A server's prefix: the configured one (checked) or its id sanitized.
+pub fn prefix_for(server_id: &str, policy: &NamePolicy) -> Result<String, Error> {
+    match &policy.prefix {
+        Some(prefix) => {
+            let valid = prefix
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase())
+                && prefix.len() <= 32
+                && !prefix.contains("__")
+                && prefix
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+            if valid {
+                Ok(prefix.clone())
+            } else {
+                Err(Error::Definition(format!(
+                    "server {server_id:?}: prefix {prefix:?} must be [a-z0-9_-], start with a \
+                     letter, hold no \"__\" and have at most 32 characters"
+                )))
+            }
+        }
+        None => Ok(sanitize_prefix(server_id)),
+    }
+}
+
+/// A server id as a prefix (see the module docs).
+pub fn sanitize_prefix(server_id: &str) -> String {
+    let mut out = String::new();
+    for c in server_id.chars() {
+        let c = c.to_ascii_lowercase();
+        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' {
+            c
+        } else {
+            '_'
+        };
+        // No "__" inside: that is the separator's look.
+        if c == '_' && out.ends_with('_') {
+            continue;
+        }
+        out.push(c);
+    }
+    let mut out = out.trim_matches('_').to_owned();
+    if !out.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+        out.insert(0, 's');
+    }
+    out.truncate(20);
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+/// A raw name's base (see the module docs).
+pub fn sanitize(raw: &str) -> String {
+    let base: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if base.is_empty() { "tool".into() } else { base }
+}
+
+/// True when `name` is valid for every provider within `max_len`.
+pub fn is_valid(name: &str, max_len: usize) -> bool {
+    name.len() <= max_len
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// `name` cut to leave room for the stable suffix of `(server, raw)`.
+fn suffixed(name: &str, server_id: &str, raw: &str, max_len: usize) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(server_id.as_bytes());
+    hasher.update([0]);
+    hasher.update(raw.as_bytes());
+    let digest = hasher.finalize();
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let keep = max_len.saturating_sub(SUFFIX_LEN);
+    let mut cut: String = name.chars().take(keep).collect();
+    while cut.ends_with('_') || cut.ends_with('-') {
+        cut.pop();
+    }
+    if cut.is_empty() {
+        cut.push('t');
+    }
+    format!("{cut}_{hex}")
+}
+
+/// The exposed names of a set of `(server, raw name)` entries, both ways.
+#[derive(Debug, Clone, Default)]
+pub struct NameTable {
+    by_exposed: BTreeMap<String, (String, String)>,
+    by_raw: HashMap<(String, String), String>,
+}
+
+impl NameTable {
+    /// Names every entry. `policies` gives each server's policy (a missing one is the
+    /// default); `max_len` is at least [`MIN_MAX_LEN`] and at most 64.
+    pub fn build<'a>(
+        entries: impl IntoIterator<Item = (&'a str, &'a str)>,
+        policies: &HashMap<String, NamePolicy>,
+        max_len: usize,
+    ) -> Result<Self, Error> {
+        let max_len = max_len.clamp(MIN_MAX_LEN, DEFAULT_MAX_LEN);
+        let default = NamePolicy::default();
+        let entries: Vec<(&str, &str)> = entries.into_iter().collect();
+        // Bases, to know which collide between servers (OnCollision) or after sanitizing.
+        let mut servers_of_base: HashMap<String, Vec<&str>> = HashMap::new();
+        for (server, raw) in &entries {
+            let list = servers_of_base.entry(sanitize(raw)).or_default();
+            if !list.contains(server) {
+                list.push(server);
+            }
+        }
+        let mut candidates: Vec<(String, &str, &str)> = Vec::with_capacity(entries.len());
+        for (server, raw) in &entries {
+            let policy = policies.get(*server).unwrap_or(&default);
+            let name = match policy.renames.get(*raw) {
+                Some(renamed) => {
+                    if !is_valid(renamed, max_len) {
+                        return Err(Error::Definition(format!(
+                            "server {server:?}: the rename of {raw:?} to {renamed:?} is not a \
+                             valid tool name (letters, digits, _ and -, starting with a letter, \
+                             at most {max_len})"
+                        )));
+                    }
+                    renamed.clone()
+                }
+                None => {
+                    let base = sanitize(raw);
+                    let shared = servers_of_base.get(&base).is_some_and(|s| s.len() > 1);
+                    let bare = match policy.mode {
+                        PrefixMode::Always => false,
+                        PrefixMode::OnCollision => !shared,
+                        PrefixMode::Never => true,
+                    };
+                    if bare {
+                        base
+                    } else {
+                        format!("{}__{base}", prefix_for(server, policy)?)
+                    }
+                }
+            };
+            candidates.push((name, server, raw));
+        }
+        // Names that are too long, start badly or collide are suffixed, every one of them.
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for (name, _, _) in &candidates {
+            *count.entry(name.as_str()).or_default() += 1;
+        }
+        let mut table = Self::default();
+        for (name, server, raw) in &candidates {
+            let collides = count.get(name.as_str()).copied().unwrap_or(0) > 1;
+            let policy = policies.get(*server).unwrap_or(&default);
+            if collides && policy.mode == PrefixMode::Never && !policy.renames.contains_key(*raw) {
+                let others: Vec<&str> = candidates
+                    .iter()
+                    .filter(|(n, s, _)| n == name && s != server)
+                    .map(|(_, s, _)| *s)
+                    .collect();
+                if !others.is_empty() {
+                    return Err(Error::Definition(format!(
+                        "servers {server:?} and {:?} both expose {name:?}: give a prefix mode \
+                         other than never, or rename one",
+                        others[0]
+                    )));
+                }
+            }
+            let exposed = if collides || !is_valid(name, max_len) {
+                let mut start = name.clone();
+                if !start
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic())
+                {
+                    start.insert(0, 't');
+                }
+                suffixed(&start, server, raw, max_len)
+            } else {
+                name.clone()
+            };
+            if table.by_exposed.contains_key(&exposed) {
+                return Err(Error::Definition(format!(
+                    "server {server:?}: {raw:?} and another entry both end up as {exposed:?}"
+                )));
+            }
+            table
+                .by_exposed
+                .insert(exposed.clone(), ((*server).to_owned(), (*raw).to_owned()));
+            table
+                .by_raw
+                .insert(((*server).to_owned(), (*raw).to_owned()), exposed);
+        }
+        Ok(table)
+    }
+
+    /// The exposed name of `raw` on `server`.
+    pub fn exposed(&self, server: &str, raw: &str) -> Option<&str> {
+        self.by_raw
+            .get(&(server.to_owned(), raw.to_owned()))
+            .map(String::as_str)
+    }
+
+    /// The server and raw name behind `exposed`.
+    pub fn resolve(&self, exposed: &str) -> Option<(&str, &str)> {
+        self.by_exposed
+            .get(exposed)
+            .map(|(server, raw)| (server.as_str(), raw.as_str()))
+    }
+
+    /// Every exposed name, sorted, with its server and raw name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.by_exposed
+            .iter()
+            .map(|(exposed, (server, raw))| (exposed.as_str(), server.as_str(), raw.as_str()))
+    }
+
+    /// How many names.
+    pub fn len(&self) -> usize {
+        self.by_exposed.len()
+    }
+
+    /// True when there is none.
+    pub fn is_empty(&self) -> bool {
+        self.by_exposed.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(entries: &[(&str, &str)]) -> NameTable {
+        NameTable::build(entries.iter().copied(), &HashMap::new(), DEFAULT_MAX_LEN).unwrap()
+    }
+
+    const HOSTILE: [&str; 9] = [
+        "search",
+        "search.code",
+        "search_code",
+        "weather:get",
+        "日本語のツール",
+        "",
+        "__init__",
+        "9lives",
+        "a-very-long-name-that-goes-on-and-on-and-on-well-past-what-any-provider-accepts-for-a-tool-name-at-all-really-it-does",
+    ];
+
+    #[test]
+    fn every_name_is_valid_for_every_provider_and_reversible() {
+        let mut entries: Vec<(&str, &str)> = HOSTILE.iter().map(|n| ("github", *n)).collect();
+        entries.extend(HOSTILE.iter().map(|n| ("My Server.v2", *n)));
+        let names = table(&entries);
+        assert_eq!(names.len(), entries.len(), "nothing dropped");
+        for (server, raw) in &entries {
+            let exposed = names.exposed(server, raw).unwrap();
+            assert!(is_valid(exposed, 64), "{exposed}");
+            assert_eq!(names.resolve(exposed), Some((*server, *raw)));
+        }
+        assert_eq!(names.exposed("github", "search"), Some("github__search"));
+        assert_eq!(
+            names.exposed("My Server.v2", "search"),
+            Some("my_server_v2__search")
+        );
+    }
+
+    #[test]
+    fn sanitized_collisions_get_a_suffix_each() {
+        let names = table(&[("gh", "search.code"), ("gh", "search_code")]);
+        let a = names.exposed("gh", "search.code").unwrap();
+        let b = names.exposed("gh", "search_code").unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with("gh__search_code_") && b.starts_with("gh__search_code_"));
+        assert_eq!(a.len(), "gh__search_code".len() + SUFFIX_LEN);
+    }
+
+    #[test]
+    fn names_do_not_move_when_servers_are_added_or_reordered() {
+        let first = table(&[("a", "x"), ("b", "y"), ("a", "long.name")]);
+        let second = table(&[("c", "x"), ("a", "long.name"), ("b", "y"), ("a", "x")]);
+        for (server, raw) in [("a", "x"), ("b", "y"), ("a", "long.name")] {
+            assert_eq!(first.exposed(server, raw), second.exposed(server, raw));
+        }
+    }
+
+    #[test]
+    fn prefix_modes_and_renames() {
+        let mut policies = HashMap::new();
+        policies.insert(
+            "weather".to_owned(),
+            NamePolicy::new().mode(PrefixMode::OnCollision),
+        );
+        policies.insert(
+            "files".to_owned(),
+            NamePolicy::new()
+                .prefix("fs")
+                .rename("read_file", "open_document"),
+        );
+        let names = NameTable::build(
+            [
+                ("weather", "forecast"),
+                ("weather", "search"),
+                ("files", "read_file"),
+                ("files", "search"),
+            ],
+            &policies,
+            64,
+        )
+        .unwrap();
+        assert_eq!(names.exposed("weather", "forecast"), Some("forecast"));
+        assert_eq!(names.exposed("weather", "search"), Some("weather__search"));
+        assert_eq!(names.exposed("files", "read_file"), Some("open_document"));
+        assert_eq!(names.exposed("files", "search"), Some("fs__search"));
+        // Never: a collision between servers is an error naming both.
+        let mut never = HashMap::new();
+        never.insert("a".to_owned(), NamePolicy::new().mode(PrefixMode::Never));
+        never.insert("b".to_owned(), NamePolicy::new().mode(PrefixMode::Never));
+        let error = NameTable::build([("a", "x"), ("b", "x")], &never, 64).unwrap_err();
+        assert!(error.to_string().contains("\"a\"") && error.to_string().contains("\"b\""));
+        // A bad prefix or rename is refused.
+        let mut bad = HashMap::new();
+        bad.insert("a".to_owned(), NamePolicy::new().prefix("Bad__Prefix"));
+        assert!(NameTable::build([("a", "x")], &bad, 64).is_err());
+        let mut bad = HashMap::new();
+        bad.insert("a".to_owned(), NamePolicy::new().rename("x", "no spaces"));
+        assert!(NameTable::build([("a", "x")], &bad, 64).is_err());
+    }
+
+    #[test]
+    fn a_lower_limit_is_kept() {
+        let names = NameTable::build(
+            [("server", "a_name_of_forty_characters_or_so_0123456")],
+            &HashMap::new(),
+            32,
+        )
+        .unwrap();
+        let exposed = names
+            .exposed("server", "a_name_of_forty_characters_or_so_0123456")
+            .unwrap();
+        assert!(exposed.len() <= 32 && is_valid(exposed, 32), "{exposed}");
+    }
+
+    #[test]
+    fn prefixes_are_sanitized() {
+        assert_eq!(sanitize_prefix("GitHub"), "github");
+        assert_eq!(sanitize_prefix("my.server__v2"), "my_server_v2");
+        assert_eq!(sanitize_prefix("42"), "s42");
+        assert_eq!(sanitize_prefix(""), "s");
+        assert_eq!(
+            sanitize_prefix("a-very-long-server-identifier"),
+            "a-very-long-server-i"
+        );
+    }
+}
