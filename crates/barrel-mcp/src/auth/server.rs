@@ -49,6 +49,16 @@ pub trait Authenticator: Send + Sync + 'static {
         head: &'a http::request::Parts,
     ) -> BoxFuture<'a, Result<Option<AuthInfo>, Rejection>>;
 
+    /// [`authenticate`](Self::authenticate) with the caller shared: what the HTTP server
+    /// calls. An authenticator that keeps callers (a cache of verified tokens) overrides it to
+    /// hand out the one it keeps instead of a copy.
+    fn authenticate_shared<'a>(
+        &'a self,
+        head: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Result<Option<Arc<AuthInfo>>, Rejection>> {
+        Box::pin(async move { self.authenticate(head).await.map(|info| info.map(Arc::new)) })
+    }
+
     /// The request headers this authenticator reads besides `Authorization` (an API key's
     /// header), so browsers are allowed to send them (CORS). Lower case.
     fn headers(&self) -> Vec<http::HeaderName> {
@@ -68,6 +78,13 @@ impl<A: Authenticator + ?Sized> Authenticator for Arc<A> {
         head: &'a http::request::Parts,
     ) -> BoxFuture<'a, Result<Option<AuthInfo>, Rejection>> {
         (**self).authenticate(head)
+    }
+
+    fn authenticate_shared<'a>(
+        &'a self,
+        head: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Result<Option<Arc<AuthInfo>>, Rejection>> {
+        (**self).authenticate_shared(head)
     }
 
     fn headers(&self) -> Vec<http::HeaderName> {

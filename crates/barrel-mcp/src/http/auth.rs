@@ -39,10 +39,10 @@ pub(crate) async fn authenticate(
             &Rejection::malformed("access tokens are not accepted in the query string"),
         ));
     }
-    match auth.authenticator().authenticate(parts).await {
+    match auth.authenticator().authenticate_shared(parts).await {
         Ok(Some(info)) => {
             tracing::debug!(subject = %info.subject, "request authenticated");
-            parts.extensions.insert(Arc::new(info));
+            parts.extensions.insert(info);
             Ok(())
         }
         Ok(None) if auth.allows_anonymous() => Ok(()),

@@ -29,6 +29,7 @@ use crate::Error;
 use crate::auth::AuthInfo;
 use crate::auth::jose::{self, VerifyingKey};
 use crate::peer::BoxFuture;
+use cache::TokenCache;
 
 /// Where the granted scopes are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +65,8 @@ pub struct JwtBearer {
     scope_claim: ScopeClaim,
     token_type: Option<String>,
     max_token_len: usize,
+    /// Tokens verified lately (a clone starts empty).
+    cache: TokenCache,
 }
 
 impl JwtBearer {
@@ -96,6 +99,7 @@ impl JwtBearer {
             scope_claim: ScopeClaim::Standard,
             token_type: None,
             max_token_len: 8 * 1024,
+            cache: TokenCache::new(1024, Duration::from_secs(60)),
         }
     }
 
@@ -116,6 +120,8 @@ impl JwtBearer {
     #[must_use]
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
+        // Other rules: what was verified under the old ones is forgotten.
+        self.cache = self.cache.clone();
         self
     }
 
@@ -124,6 +130,8 @@ impl JwtBearer {
     #[must_use]
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
         self.audience = Some(audience.into());
+        // Other rules: what was verified under the old ones is forgotten.
+        self.cache = self.cache.clone();
         self
     }
 
@@ -131,6 +139,8 @@ impl JwtBearer {
     #[must_use]
     pub fn leeway(mut self, leeway: Duration) -> Self {
         self.leeway = leeway;
+        // Other rules: what was verified under the old ones is forgotten.
+        self.cache = self.cache.clone();
         self
     }
 
@@ -138,6 +148,8 @@ impl JwtBearer {
     #[must_use]
     pub fn scope_claim(mut self, claim: ScopeClaim) -> Self {
         self.scope_claim = claim;
+        // Other rules: what was verified under the old ones is forgotten.
+        self.cache = self.cache.clone();
         self
     }
 
@@ -146,6 +158,8 @@ impl JwtBearer {
     #[must_use]
     pub fn token_type(mut self, typ: impl Into<String>) -> Self {
         self.token_type = Some(typ.into());
+        // Other rules: what was verified under the old ones is forgotten.
+        self.cache = self.cache.clone();
         self
     }
 
@@ -153,6 +167,19 @@ impl JwtBearer {
     #[must_use]
     pub fn max_token_len(mut self, max: usize) -> Self {
         self.max_token_len = max;
+        // Other rules: what was verified under the old ones is forgotten.
+        self.cache = self.cache.clone();
+        self
+    }
+
+    /// Keeps up to `capacity` verified tokens for up to `ttl` (defaults 1,024 and 60 s; zero
+    /// turns the cache off): a client sending the same token with every request pays for its
+    /// signature check once. A cached token is still refused once it expires (`exp` and
+    /// `nbf` are checked on every hit, with the leeway); a key withdrawn from a remote JWK Set
+    /// stops vouching for its cached tokens within `ttl`.
+    #[must_use]
+    pub fn cache(mut self, capacity: usize, ttl: Duration) -> Self {
+        self.cache = TokenCache::new(capacity, ttl);
         self
     }
 
@@ -354,31 +381,64 @@ enum Keys {
     Remote(Arc<RemoteJwks>),
 }
 
+impl JwtBearer {
+    /// Remembers a token that passed.
+    fn remember(&self, token: &str, info: &Arc<AuthInfo>) {
+        let expires = info
+            .expires_at
+            .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64());
+        let not_before = info.claims.get("nbf").and_then(Value::as_f64);
+        if let Some(expires) = expires {
+            self.cache.put(token, info, not_before, expires);
+        }
+    }
+}
+
 impl Authenticator for JwtBearer {
     fn authenticate<'a>(
         &'a self,
         head: &'a http::request::Parts,
     ) -> BoxFuture<'a, Result<Option<AuthInfo>, Rejection>> {
+        Box::pin(async move {
+            let shared = self.authenticate_shared(head).await?;
+            Ok(shared.map(Arc::unwrap_or_clone))
+        })
+    }
+
+    fn authenticate_shared<'a>(
+        &'a self,
+        head: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Result<Option<Arc<AuthInfo>>, Rejection>> {
         let token = match bearer_token(head) {
             Ok(Some(token)) => token,
             Ok(None) => return Box::pin(std::future::ready(Ok(None))),
             Err(rejection) => return Box::pin(std::future::ready(Err(rejection))),
         };
+        let now = SystemTime::now();
+        if let Some(info) = self.cache.get(token, now, self.leeway) {
+            return Box::pin(std::future::ready(Ok(Some(info))));
+        }
         match &self.keys {
-            Keys::Held(_) => Box::pin(std::future::ready(
-                self.check(token, SystemTime::now()).map(Some),
-            )),
+            Keys::Held(_) => {
+                let verdict = self.check(token, now).map(Arc::new);
+                if let Ok(info) = &verdict {
+                    self.remember(token, info);
+                }
+                Box::pin(std::future::ready(verdict.map(Some)))
+            }
             Keys::Remote(jwks) => Box::pin(async move {
                 if self.audience.is_none() {
                     return Err(Rejection::invalid("the server has no audience configured"));
                 }
-                self.check_remote(jwks, token, SystemTime::now())
-                    .await
-                    .map(Some)
+                let info = Arc::new(self.check_remote(jwks, token, now).await?);
+                self.remember(token, &info);
+                Ok(Some(info))
             }),
         }
     }
 }
 
+mod cache;
 #[cfg(test)]
 mod tests;

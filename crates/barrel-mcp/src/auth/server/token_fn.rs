@@ -121,9 +121,19 @@ impl Authenticator for AnyOf {
         head: &'a http::request::Parts,
     ) -> BoxFuture<'a, Result<Option<AuthInfo>, Rejection>> {
         Box::pin(async move {
+            let shared = self.authenticate_shared(head).await?;
+            Ok(shared.map(Arc::unwrap_or_clone))
+        })
+    }
+
+    fn authenticate_shared<'a>(
+        &'a self,
+        head: &'a http::request::Parts,
+    ) -> BoxFuture<'a, Result<Option<Arc<AuthInfo>>, Rejection>> {
+        Box::pin(async move {
             let mut outage = None;
             for member in &self.members {
-                match member.authenticate(head).await {
+                match member.authenticate_shared(head).await {
                     Ok(None) => {}
                     Err(Rejection::Unavailable(reason)) => {
                         outage.get_or_insert(Rejection::Unavailable(reason));

@@ -320,3 +320,36 @@ async fn pyjwt_tokens_are_accepted_with_the_right_audience() {
         assert_eq!(info.scopes, ["mcp:read", "mcp:write"]);
     }
 }
+
+#[tokio::test]
+async fn a_cached_token_still_expires_and_clones_start_empty() {
+    let (signer, auth) = setup();
+    let auth = auth.leeway(Duration::ZERO);
+    // Valid for two more seconds.
+    let short = signer
+        .sign(
+            Map::new(),
+            &with(good_claims(), |c| {
+                c.insert("exp".into(), json!(now() + 2));
+            }),
+        )
+        .expect("sign");
+    assert!(
+        verdict(&auth, &short).await.is_ok(),
+        "verified, then cached"
+    );
+    assert!(verdict(&auth, &short).await.is_ok(), "from the cache");
+    tokio::time::sleep(Duration::from_millis(3_100)).await;
+    assert!(
+        verdict(&auth, &short).await.is_err(),
+        "a cached token expires like any other"
+    );
+    // A clone with stricter rules does not take what the first one verified.
+    let token = signer.sign(Map::new(), &good_claims()).expect("sign");
+    assert!(verdict(&auth, &token).await.is_ok());
+    let stricter = auth.clone().token_type("at+jwt");
+    assert!(verdict(&stricter, &token).await.is_err());
+    // Nor does the same one given another rule after use.
+    let other = auth.issuer("https://someone-else.example");
+    assert!(verdict(&other, &token).await.is_err());
+}
