@@ -42,6 +42,7 @@
 //! | [`client`] | the client: typed calls in every revision, a handler for what servers ask, federation |
 //! | [`server`] | the registry, handlers and [`server::Ctx`], served in both protocol eras |
 //! | [`peer`] | the JSON-RPC engine every role runs on |
+//! | [`task`] | the task model (both wire forms) and the task store |
 //! | [`transport`] | in-memory, stdio and child-process transports; the HTTP client transports |
 //! | `http` | the Streamable HTTP server: an axum router and a listener (feature `http-server`) |
 //! | `host` | names, URIs and model API formats for a host over many servers (feature `host`) |
@@ -80,6 +81,7 @@ pub mod host;
 pub mod http;
 pub mod peer;
 pub mod server;
+pub mod task;
 pub mod transport;
 
 pub use barrel_mcp_types as types;

@@ -1,0 +1,33 @@
+//! Tasks: long-running operations a requestor polls instead of waiting on, in one model
+//! spoken in both wire forms (the 2025-11-25 core tasks, and the 2026-07-28
+//! `io.modelcontextprotocol/tasks` extension).
+//!
+//! This part holds the model and its storage:
+//! - [`TaskRecord`]: one task, its state machine (terminal states never change), and its wire
+//!   fields in each era (`Task` with `ttl`/`pollInterval`; the extension's `ttlMs`,
+//!   `pollIntervalMs`, and the `DetailedTask` with the result, error or questions inline);
+//! - [`TaskStore`]: where tasks live, with [`MemoryTaskStore`] as the default and
+//!   [`TaskLimits`] (per-owner and total caps, TTL bounds, the poll interval);
+//! - [`new_task_id`]: unguessable ids (192 random bits, base64url: they act as bearer handles).
+//!
+//! A task is visible only to the owner that created it and only in its era; anyone else gets
+//! "unknown task" (-32602), exactly as for an id that never existed.
+
+mod record;
+mod store;
+mod time;
+
+pub use record::{Era, Refused, TaskOutcome, TaskRecord};
+pub use store::{MemoryTaskStore, StoreRefusal, TaskChange, TaskLimits, TaskStore};
+pub use time::rfc3339;
+
+use base64::Engine as _;
+
+/// A fresh task id: 192 bits from the operating system, base64url (32 characters, valid in an
+/// `Mcp-Name` header).
+pub fn new_task_id() -> Result<String, crate::Error> {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| crate::Error::Protocol(format!("no randomness for a task id: {e}")))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}

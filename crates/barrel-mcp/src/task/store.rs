@@ -1,0 +1,302 @@
+//! Where tasks live: the [`TaskStore`] trait, and [`MemoryTaskStore`], the default.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use barrel_mcp_types::ErrorObject;
+
+use super::record::{Era, Refused, TaskRecord};
+use crate::peer::BoxFuture;
+
+/// The bounds of a task store. Every field has a documented default.
+#[derive(Debug, Clone)]
+pub struct TaskLimits {
+    /// Tasks one owner may hold at once (finished ones count until purged). Default 64.
+    pub max_per_owner: usize,
+    /// Tasks in the store at once. Default 10,000.
+    pub max_tasks: usize,
+    /// The longest TTL granted; longer requests are cut to it. Default 1 hour.
+    pub max_ttl: Duration,
+    /// The TTL of a task whose requestor asked for none. Default 5 minutes.
+    pub default_ttl: Duration,
+    /// The polling interval suggested to requestors. Default 1 s.
+    pub poll_interval: Duration,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        Self {
+            max_per_owner: 64,
+            max_tasks: 10_000,
+            max_ttl: Duration::from_secs(3600),
+            default_ttl: Duration::from_secs(300),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl TaskLimits {
+    /// The TTL to grant for a request of `asked` (none: the default), within the bound.
+    pub fn ttl_for(&self, asked: Option<Duration>) -> Duration {
+        asked.unwrap_or(self.default_ttl).min(self.max_ttl)
+    }
+}
+
+/// A change to one task: applied to the stored record, atomically.
+pub type TaskChange<'a> = &'a (dyn Fn(&mut TaskRecord) -> Result<(), Refused> + Send + Sync);
+
+/// Why a store refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreRefusal {
+    /// No such task for this owner and era (or it expired).
+    NotFound,
+    /// The change was refused by the task's state machine.
+    Refused(Refused),
+    /// A cap was reached.
+    Full(String),
+    /// The store failed.
+    Unavailable(String),
+}
+
+impl StoreRefusal {
+    /// The JSON-RPC error a request answering with this gets: an unknown task is invalid
+    /// params (-32602); a refused change too; a full store or a failure is an internal error.
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            Self::NotFound => ErrorObject::invalid_params("unknown task"),
+            Self::Refused(Refused::Terminal) => ErrorObject::invalid_params("the task is finished"),
+            Self::Refused(Refused::Invalid) => {
+                ErrorObject::invalid_params("the task cannot change that way")
+            }
+            Self::Full(why) => ErrorObject::internal(why.clone()),
+            Self::Unavailable(_) => ErrorObject::internal("the task store is unavailable"),
+        }
+    }
+}
+
+/// Where tasks live.
+///
+/// No task state lives outside a store: the server creates, reads and changes tasks only
+/// through this trait, so a shared store (Redis, later) serves every node. The contract:
+/// - `create` makes the task durable before it returns (a `CreateTaskResult` is never sent
+///   before `tasks/get` would find the task), and refuses past the owner's cap, allocating
+///   nothing;
+/// - `get` and `update` see a task only for its owner and era (anyone else: not found), and
+///   never an expired one;
+/// - `update` applies a change atomically, and not at all when the change is refused (a store
+///   may call it again on a conflict, so it must depend only on the record it is given);
+/// - `purge` forgets the tasks whose TTL has passed.
+pub trait TaskStore: Send + Sync + 'static {
+    /// Stores a new task, durably, unless a cap forbids it.
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreRefusal>>;
+
+    /// The task `id`, if it belongs to `owner` in `era` and has not expired.
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        era: Era,
+    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>>;
+
+    /// Applies `change` to the task `id` of `owner` in `era`, and returns it as changed.
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        era: Era,
+        change: TaskChange<'a>,
+    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>>;
+
+    /// The tasks of `owner` in `era`, oldest first, `limit` at a time after the task `after`.
+    fn list<'a>(
+        &'a self,
+        owner: &'a str,
+        era: Era,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<TaskRecord>, StoreRefusal>>;
+
+    /// Forgets the tasks expired at `now`; returns how many.
+    fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize>;
+}
+
+/// Tasks in this process's memory (the default store).
+#[derive(Debug, Default)]
+pub struct MemoryTaskStore {
+    limits: TaskLimits,
+    tasks: Mutex<Tasks>,
+}
+
+#[derive(Debug, Default)]
+struct Tasks {
+    by_id: HashMap<String, TaskRecord>,
+    per_owner: HashMap<String, usize>,
+}
+
+impl Tasks {
+    fn remove(&mut self, id: &str) {
+        if let Some(record) = self.by_id.remove(id)
+            && let Some(count) = self.per_owner.get_mut(&record.owner)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.per_owner.remove(&record.owner);
+            }
+        }
+    }
+
+    /// The live task `id` of `owner` in `era`; an expired one is forgotten on the way.
+    fn visible(
+        &mut self,
+        id: &str,
+        owner: &str,
+        era: Era,
+        now: SystemTime,
+    ) -> Result<&mut TaskRecord, StoreRefusal> {
+        let expired = match self.by_id.get(id) {
+            Some(record) if record.owner == owner && record.era == era => record.expired(now),
+            _ => return Err(StoreRefusal::NotFound),
+        };
+        if expired {
+            self.remove(id);
+            return Err(StoreRefusal::NotFound);
+        }
+        self.by_id.get_mut(id).ok_or(StoreRefusal::NotFound)
+    }
+}
+
+impl MemoryTaskStore {
+    /// An empty store with `limits`.
+    pub fn new(limits: TaskLimits) -> Self {
+        Self {
+            limits,
+            tasks: Mutex::new(Tasks::default()),
+        }
+    }
+
+    /// The store's limits.
+    pub fn limits(&self) -> &TaskLimits {
+        &self.limits
+    }
+
+    /// How many tasks it holds.
+    pub fn len(&self) -> usize {
+        self.lock().by_id.len()
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tasks> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn create_now(&self, record: TaskRecord) -> Result<(), StoreRefusal> {
+        let mut tasks = self.lock();
+        let owned = tasks.per_owner.get(&record.owner).copied().unwrap_or(0);
+        if owned >= self.limits.max_per_owner {
+            return Err(StoreRefusal::Full(format!(
+                "too many tasks (at most {} per requestor)",
+                self.limits.max_per_owner
+            )));
+        }
+        if tasks.by_id.len() >= self.limits.max_tasks {
+            return Err(StoreRefusal::Full("too many tasks on this server".into()));
+        }
+        if tasks.by_id.contains_key(&record.id) {
+            return Err(StoreRefusal::Unavailable("duplicate task id".into()));
+        }
+        *tasks.per_owner.entry(record.owner.clone()).or_default() += 1;
+        tasks.by_id.insert(record.id.clone(), record);
+        Ok(())
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreRefusal>> {
+        Box::pin(std::future::ready(self.create_now(record)))
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        era: Era,
+    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>> {
+        let found = self
+            .lock()
+            .visible(id, owner, era, SystemTime::now())
+            .map(|record| record.clone());
+        Box::pin(std::future::ready(found))
+    }
+
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        era: Era,
+        change: TaskChange<'a>,
+    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>> {
+        let changed = {
+            let mut tasks = self.lock();
+            tasks
+                .visible(id, owner, era, SystemTime::now())
+                .and_then(|record| {
+                    // Apply to a copy: a refused change leaves the record as it was.
+                    let mut next = record.clone();
+                    change(&mut next).map_err(StoreRefusal::Refused)?;
+                    *record = next.clone();
+                    Ok(next)
+                })
+        };
+        Box::pin(std::future::ready(changed))
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: &'a str,
+        era: Era,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<TaskRecord>, StoreRefusal>> {
+        let now = SystemTime::now();
+        let tasks = self.lock();
+        let mut mine: Vec<&TaskRecord> = tasks
+            .by_id
+            .values()
+            .filter(|t| t.owner == owner && t.era == era && !t.expired(now))
+            .collect();
+        mine.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        let start = match after {
+            None => 0,
+            Some(after) => match mine.iter().position(|t| t.id == after) {
+                Some(at) => at + 1,
+                None => {
+                    return Box::pin(std::future::ready(Err(StoreRefusal::NotFound)));
+                }
+            },
+        };
+        let page = mine.into_iter().skip(start).take(limit).cloned().collect();
+        Box::pin(std::future::ready(Ok(page)))
+    }
+
+    fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize> {
+        let mut tasks = self.lock();
+        let expired: Vec<String> = tasks
+            .by_id
+            .values()
+            .filter(|t| t.expired(now))
+            .map(|t| t.id.clone())
+            .collect();
+        for id in &expired {
+            tasks.remove(id);
+        }
+        Box::pin(std::future::ready(expired.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests;
