@@ -26,31 +26,7 @@ use barrel_mcp::transport::http_client::HttpClientTransport;
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum LoginCommand {
     /// Log in to an OAuth-protected MCP server and keep the tokens for later commands.
-    Login {
-        /// The server's Streamable HTTP endpoint.
-        #[arg(long, value_name = "URL")]
-        url: String,
-        /// A client id registered in advance (default: registered on the fly, or a client ID
-        /// metadata document where the server takes them).
-        #[arg(long, value_name = "ID")]
-        client_id: Option<String>,
-        /// The file holding the pre-registered client's secret.
-        #[arg(long, value_name = "FILE", requires = "client_id")]
-        client_secret_file: Option<PathBuf>,
-        /// A scope to ask for (default: what the server's challenge or metadata names).
-        /// Repeatable.
-        #[arg(long = "scope", value_name = "SCOPE")]
-        scopes: Vec<String>,
-        /// The loopback port of the redirect (default: any free one).
-        #[arg(long, value_name = "PORT", default_value_t = 0)]
-        redirect_port: u16,
-        /// Print the authorization URL instead of opening a browser.
-        #[arg(long)]
-        no_browser: bool,
-        /// A PEM CA certificate to trust for `https://` authorization servers. Repeatable.
-        #[arg(long = "ca-cert", value_name = "FILE")]
-        ca_cert: Vec<PathBuf>,
-    },
+    Login(Login),
     /// Forget the tokens kept for a server (or for every server).
     Logout {
         /// The server's endpoint.
@@ -142,26 +118,7 @@ impl AuthorizationHandler for LoginFirst {
 pub(crate) fn run(runtime: &tokio::runtime::Runtime, command: LoginCommand) -> anyhow::Result<()> {
     let store = FileStore::new(credentials_path()?);
     match command {
-        LoginCommand::Login {
-            url,
-            client_id,
-            client_secret_file,
-            scopes,
-            redirect_port,
-            no_browser,
-            ca_cert,
-        } => runtime.block_on(login(
-            store,
-            Login {
-                url,
-                client_id,
-                client_secret_file,
-                scopes,
-                redirect_port,
-                no_browser,
-                ca_cert,
-            },
-        )),
+        LoginCommand::Login(login) => runtime.block_on(self::login(store, login)),
         LoginCommand::Logout { url, all } => {
             let urls = match url {
                 Some(url) => vec![normalize(&url)?],
@@ -211,13 +168,31 @@ pub(crate) fn run(runtime: &tokio::runtime::Runtime, command: LoginCommand) -> a
     }
 }
 
-struct Login {
+/// The options of `login`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Login {
+    /// The server's Streamable HTTP endpoint.
+    #[arg(long, value_name = "URL")]
     url: String,
+    /// A client id registered in advance (default: registered on the fly, or a client ID
+    /// metadata document where the server takes them).
+    #[arg(long, value_name = "ID")]
     client_id: Option<String>,
+    /// The file holding the pre-registered client's secret.
+    #[arg(long, value_name = "FILE", requires = "client_id")]
     client_secret_file: Option<PathBuf>,
+    /// A scope to ask for (default: what the server's challenge or metadata names).
+    /// Repeatable.
+    #[arg(long = "scope", value_name = "SCOPE")]
     scopes: Vec<String>,
+    /// The loopback port of the redirect (default: any free one).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
     redirect_port: u16,
+    /// Print the authorization URL instead of opening a browser.
+    #[arg(long)]
     no_browser: bool,
+    /// A PEM CA certificate to trust for `https://` authorization servers. Repeatable.
+    #[arg(long = "ca-cert", value_name = "FILE")]
     ca_cert: Vec<PathBuf>,
 }
 

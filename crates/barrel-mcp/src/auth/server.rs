@@ -96,6 +96,14 @@ impl<A: Authenticator + ?Sized> Authenticator for Arc<A> {
     }
 }
 
+/// The caller an `authenticate_shared` future yields, as `authenticate` returns it: for
+/// authenticators whose shared form is the primary one.
+pub(crate) fn unshared(
+    shared: BoxFuture<'_, Result<Option<Arc<AuthInfo>>, Rejection>>,
+) -> BoxFuture<'_, Result<Option<AuthInfo>, Rejection>> {
+    Box::pin(async move { Ok(shared.await?.map(Arc::unwrap_or_clone)) })
+}
+
 /// Why an [`Authenticator`] refused a request. The text is for the server's log and, for
 /// [`Rejection::Invalid`] and [`Rejection::Malformed`], the `error_description` the client
 /// sees: never put a credential in it.

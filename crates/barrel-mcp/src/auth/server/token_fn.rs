@@ -120,10 +120,7 @@ impl Authenticator for AnyOf {
         &'a self,
         head: &'a http::request::Parts,
     ) -> BoxFuture<'a, Result<Option<AuthInfo>, Rejection>> {
-        Box::pin(async move {
-            let shared = self.authenticate_shared(head).await?;
-            Ok(shared.map(Arc::unwrap_or_clone))
-        })
+        super::unshared(self.authenticate_shared(head))
     }
 
     fn authenticate_shared<'a>(
