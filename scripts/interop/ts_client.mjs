@@ -181,6 +181,28 @@ async function main() {
     expect(viaSdk.every(([p, t]) => t === 3 && p >= 1 && p <= 3), `SDK onprogress saw ${JSON.stringify(viaSdk)}`);
   });
 
+  check("call countdown as a task (2025-11-25 tasks)", async () => {
+    const caps = client.getServerCapabilities();
+    if (client.getServerVersion()?.name !== "barrel-mcp-demo" && !caps?.tasks) {
+      return; // another server under test: tasks are barrel-mcp's demo's to show
+    }
+    expect(caps?.tasks?.requests?.tools?.call, `no tasks capability: ${JSON.stringify(caps)}`);
+    const seen = [];
+    let result;
+    const stream = client.experimental.tasks.callToolStream(
+      { name: "countdown", arguments: { steps: 2 } },
+      undefined,
+      { ...opts, task: { ttl: 60_000 } },
+    );
+    for await (const message of stream) {
+      seen.push(message.type);
+      if (message.type === "error") throw new CheckFailed(`task failed: ${message.error}`);
+      if (message.type === "result") result = message.result;
+    }
+    expect(seen[0] === "taskCreated", `messages ${JSON.stringify(seen)}`);
+    expect(result && textOf(result) === "done", `result ${JSON.stringify(result)}`);
+  });
+
   check("call ask_name (elicitation accept)", async () => {
     state.elicitAction = "accept";
     const before = state.elicitations.length;

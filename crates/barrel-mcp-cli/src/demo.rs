@@ -1,6 +1,7 @@
 //! The demo server: a small but realistic surface that exercises every server feature.
 //!
-//! Tools `echo`, `add` (structured output), `countdown` (progress), `log` (logging), `ask_name`
+//! Tools `echo`, `add` (structured output), `countdown` (progress; a task too, in 2025-11-25
+//! sessions), `log` (logging), `ask_name`
 //! (elicitation), `summarize` (sampling), `get_roots` (roots), `logo` (image content) and
 //! `fail` (a tool error); resources `demo://readme` and `demo://logo.png`; the template
 //! `demo://notes/{id}`; prompts `greet` and `code_review`; completions for `greet.style` and
@@ -12,7 +13,8 @@ use barrel_mcp::server::{Completer, Ctx, Json, ResourceRequest, Server};
 use barrel_mcp::types::{
     BlobResourceContents, CallToolResult, ContentBlock, CreateMessageParams, ElicitAction,
     ElicitRequestParams, GetPromptResult, LoggingLevel, Prompt, PromptArgument, PromptMessage,
-    Resource, ResourceContents, ResourceTemplate, SamplingMessage, TextResourceContents,
+    Resource, ResourceContents, ResourceTemplate, SamplingMessage, TextResourceContents, Tool,
+    ToolExecution,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -82,7 +84,19 @@ pub(crate) fn server() -> barrel_mcp::Result<Server> {
         .tool("add", "Add two numbers", |_: Ctx, args: AddArgs| async move {
             Ok(Json(Sum { sum: args.a + args.b }))
         })
-        .tool("countdown", "Count down, reporting progress", countdown)
+        .tool_with(
+            Tool {
+                name: "countdown".into(),
+                description: Some(
+                    "Count down, reporting progress; may run as a task (2025-11-25)".into(),
+                ),
+                execution: Some(ToolExecution {
+                    task_support: Some("optional".into()),
+                }),
+                ..Tool::default()
+            },
+            countdown,
+        )
         .tool("log", "Send a log message to the client", |ctx: Ctx, args: LogArgs| async move {
             let level = match args.level {
                 Some(level) => serde_json::from_value(json!(level))?,

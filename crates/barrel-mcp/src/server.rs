@@ -32,6 +32,7 @@ pub mod request_state;
 mod session;
 mod session_handle;
 mod stateless;
+mod tasks;
 mod typed;
 pub mod uri_template;
 pub mod validation;
@@ -98,6 +99,9 @@ pub struct ServerConfig {
     /// -32001 (`subscriptions/listen` excepted). Default none: a handler runs until it returns,
     /// the client cancels it, or its connection ends.
     pub handler_timeout: Option<Duration>,
+    /// The bounds of tasks (per requestor and in all, TTLs, the poll interval). Default
+    /// [`TaskLimits::default`](crate::task::TaskLimits::default).
+    pub task_limits: crate::task::TaskLimits,
     /// Connection limits of the JSON-RPC peer.
     pub peer: PeerConfig,
 }
@@ -117,6 +121,7 @@ impl Default for ServerConfig {
             max_subscription_uri_length: 8 * 1024,
             max_running_handlers: 4096,
             handler_timeout: None,
+            task_limits: crate::task::TaskLimits::default(),
             peer: PeerConfig::default(),
         }
     }
@@ -141,6 +146,8 @@ struct Inner {
     running: Arc<tokio::sync::Semaphore>,
     /// The live sessions, by id; a connection's session is removed when it ends.
     sessions: std::sync::Mutex<std::collections::HashMap<String, SessionHandle>>,
+    /// The task store and the running task work of this process.
+    tasks: tasks::Tasks,
 }
 
 impl std::fmt::Debug for Server {

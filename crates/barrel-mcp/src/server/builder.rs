@@ -33,6 +33,7 @@ pub struct ServerBuilder {
     state_key: Option<Vec<u8>>,
     registry: Registry,
     error: Option<Error>,
+    task_store: Option<Arc<dyn crate::task::TaskStore>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -59,6 +60,12 @@ impl ServerBuilder {
     /// Instructions for the client's model on how to use this server.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Where tasks are kept (default: a `MemoryTaskStore` with the configured task limits).
+    pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
         self
     }
 
@@ -324,6 +331,11 @@ impl ServerBuilder {
                         .max_running_handlers
                         .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
                 )),
+                tasks: super::tasks::Tasks::new(self.task_store.unwrap_or_else(|| {
+                    Arc::new(crate::task::MemoryTaskStore::new(
+                        self.config.task_limits.clone(),
+                    ))
+                })),
                 config: self.config,
                 sessions: std::sync::Mutex::default(),
             }),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use barrel_mcp_types::{
     CacheScope, CompleteParams, CompleteResult, Completion, CompletionReference, ErrorCode,
-    ErrorObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ErrorObject, Feature, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedParams, Request, SetLevelParams, Shape, SubscribeParams,
     UnsubscribeParams,
 };
@@ -22,6 +22,7 @@ use super::invoke;
 use super::listen;
 use super::registry::{Collection, Keyed, Registry};
 use super::stateless;
+use super::tasks;
 use crate::peer::RequestContext;
 
 /// Answers one request in its scope.
@@ -67,9 +68,34 @@ async fn route(
 ) -> Result<Value, ErrorObject> {
     let Request { method, params, .. } = request;
     let session = scope.session.clone();
+    let core_tasks = session
+        .as_ref()
+        .is_some_and(|s| s.version.supports(Feature::CoreTasks));
     match (method.as_str(), &session) {
         ("tools/list", _) => list_tools(server, &scope, decode(params)?),
+        ("tools/call", Some(_)) if core_tasks => {
+            let raw = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+            if raw.get("task").is_some_and(|t| !t.is_null()) {
+                return tasks::call_as_task(server, scope, raw, cx).await;
+            }
+            let name = raw.get("name").and_then(Value::as_str).unwrap_or_default();
+            let required = server
+                .read_registry()
+                .tools
+                .get(name)
+                .is_some_and(|e| tasks::support(&e.tool) == tasks::TaskSupport::Required);
+            if required {
+                return Err(ErrorObject::method_not_found(
+                    "tools/call without a task (this tool requires one)",
+                ));
+            }
+            invoke::call_tool(server, scope, Some(raw), cx).await
+        }
         ("tools/call", _) => invoke::call_tool(server, scope, params, cx).await,
+        ("tasks/get", Some(_)) if core_tasks => tasks::get(server, &scope, params, &cx).await,
+        ("tasks/result", Some(_)) if core_tasks => tasks::result(server, &scope, params, &cx).await,
+        ("tasks/list", Some(_)) if core_tasks => tasks::list(server, &scope, params, &cx).await,
+        ("tasks/cancel", Some(_)) if core_tasks => tasks::cancel(server, &scope, params, &cx).await,
         ("resources/list", _) => list_resources(server, &scope, decode(params)?),
         ("resources/templates/list", _) => list_templates(server, &scope, decode(params)?),
         ("resources/read", _) => invoke::read_resource(server, scope, params, cx).await,

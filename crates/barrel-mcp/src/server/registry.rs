@@ -197,6 +197,18 @@ impl Registry {
             }),
             completions: Some(JsonObject::new()),
             logging: Some(JsonObject::new()),
+            // The 2025-11-25 core tasks, when a tool takes them (other revisions drop it).
+            tasks: self
+                .tools
+                .iter()
+                .any(|entry| {
+                    super::tasks::support(&entry.tool) != super::tasks::TaskSupport::Forbidden
+                })
+                .then(|| {
+                    serde_json::json!({
+                        "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
+                    })
+                }),
             ..ServerCapabilities::default()
         }
     }

@@ -12,6 +12,7 @@ mod listing;
 mod local;
 mod resources_prompts;
 mod stateless;
+mod tasks;
 mod tools;
 
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,322 @@
+//! The 2025-11-25 core tasks on the server: a `tools/call` with `params.task` runs in the
+//! background as a task, and `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`
+//! read and steer it.
+//!
+//! - A tool takes part through its definition: `execution.taskSupport` `optional` or
+//!   `required` (`forbidden`, the default, refuses task requests with -32601; `required`
+//!   refuses plain calls with -32601). The server advertises `tasks` (`list`, `cancel`,
+//!   `requests.tools.call`) to 2025-11-25 sessions when one of its tools takes tasks.
+//! - A task belongs to its requestor (the authenticated principal, else the session) and to
+//!   the sessions era; anyone else gets "unknown task" (-32602).
+//! - The work runs on a task of its own with the same handler API (input requests go to the
+//!   session as usual); its outcome is kept in the [`TaskStore`]: a tool error is `failed`,
+//!   a JSON-RPC error `failed` with that error, anything else `completed`. `tasks/cancel` moves
+//!   the task to `cancelled` before answering and stops the work; a late outcome is discarded.
+//! - `tasks/result` waits until the task ends (woken by each finished task, bounded by the
+//!   request's own cancellation) and answers with exactly the outcome, carrying the
+//!   related-task `_meta`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use barrel_mcp_types::meta::RELATED_TASK_KEY;
+use barrel_mcp_types::{CreateTaskResult, ErrorObject, TaskStatus, Tool};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::Server;
+use super::context::Scope;
+use super::invoke;
+use crate::peer::RequestContext;
+use crate::task::{Era, TaskOutcome, TaskRecord, TaskStore, new_task_id};
+
+/// Tasks listed per `tasks/list` page.
+const LIST_PAGE: usize = 50;
+
+/// Whether a tool takes tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskSupport {
+    Forbidden,
+    Optional,
+    Required,
+}
+
+/// A tool's task support, from its definition.
+pub(crate) fn support(tool: &Tool) -> TaskSupport {
+    match tool
+        .execution
+        .as_ref()
+        .and_then(|e| e.task_support.as_deref())
+    {
+        Some("optional") => TaskSupport::Optional,
+        Some("required") => TaskSupport::Required,
+        _ => TaskSupport::Forbidden,
+    }
+}
+
+/// The tasks of a server: the store, and the running work of this process.
+pub(crate) struct Tasks {
+    pub(crate) store: Arc<dyn TaskStore>,
+    /// Stops the running work of a task.
+    running: Mutex<HashMap<String, CancellationToken>>,
+    /// Woken whenever a task ends.
+    ended: tokio::sync::Notify,
+}
+
+impl Tasks {
+    pub(crate) fn new(store: Arc<dyn TaskStore>) -> Self {
+        Self {
+            store,
+            running: Mutex::new(HashMap::new()),
+            ended: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Who a task belongs to: the authenticated principal, else the session.
+fn owner(scope: &Scope, cx: &RequestContext) -> String {
+    if let Some(info) = cx.caller.as_ref().and_then(|c| c.auth()) {
+        return info.principal();
+    }
+    match &scope.session {
+        Some(session) => format!("session:{}", session.id),
+        None => "anonymous".into(),
+    }
+}
+
+fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
+    params
+        .and_then(|p| p.get("taskId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ErrorObject::invalid_params("invalid params: taskId is required"))
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(value).map_err(|e| ErrorObject::internal(e.to_string()))
+}
+
+/// `tools/call` with `params.task`: the task is created (durably) and its work started; the
+/// answer is the `CreateTaskResult`.
+pub(crate) async fn call_as_task(
+    server: &Server,
+    scope: Scope,
+    mut raw: Value,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let name = raw.get("name").and_then(Value::as_str).unwrap_or_default();
+    let tool = server
+        .read_registry()
+        .tools
+        .get(name)
+        .map(|e| e.tool.clone());
+    let tool = tool.ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))?;
+    if support(&tool) == TaskSupport::Forbidden {
+        return Err(ErrorObject::method_not_found(
+            "tools/call as a task (this tool does not take tasks)",
+        ));
+    }
+    let asked = raw
+        .pointer("/task/ttl")
+        .and_then(Value::as_u64)
+        .map(Duration::from_millis);
+    if let Value::Object(params) = &mut raw {
+        params.remove("task");
+    }
+    let tasks = &server.inner.tasks;
+    let limits = &server.config().task_limits;
+    let id = new_task_id().map_err(|e| ErrorObject::internal(e.to_string()))?;
+    let record = TaskRecord::new(
+        id.clone(),
+        owner(&scope, &cx),
+        Era::Sessions,
+        Some(limits.ttl_for(asked)),
+        limits.poll_interval,
+    );
+    let owner = record.owner.clone();
+    let created = record.to_task();
+    tasks
+        .store
+        .create(record)
+        .await
+        .map_err(|refusal| refusal.to_error_object())?;
+    let cancel = CancellationToken::new();
+    tasks.running().insert(id.clone(), cancel.clone());
+    let work_cx = RequestContext {
+        id: cx.id.clone(),
+        cancel: cancel.clone(),
+        peer: cx.peer.clone(),
+        caller: cx.caller.clone(),
+    };
+    let (worker, runner) = (server.clone(), server.clone());
+    tokio::spawn(async move {
+        // The work on a task of its own: a panic in the handler fails the task (instead of
+        // leaving it working), and a cancel stops it at once.
+        let mut work =
+            tokio::spawn(
+                async move { invoke::call_tool(&runner, scope, Some(raw), work_cx).await },
+            );
+        let outcome = tokio::select! {
+            joined = &mut work => Some(joined.unwrap_or_else(|_| {
+                Err(ErrorObject::internal("the task's work failed"))
+            })),
+            () = cancel.cancelled() => {
+                work.abort();
+                None
+            }
+        };
+        let tasks = &worker.inner.tasks;
+        tasks.running().remove(&id);
+        if let Some(outcome) = outcome {
+            let outcome = match outcome {
+                Ok(result) => TaskOutcome::Result(result),
+                Err(error) => TaskOutcome::Error(error),
+            };
+            let finish = move |t: &mut TaskRecord| t.finish(outcome.clone());
+            if let Err(refusal) = tasks
+                .store
+                .update(&id, &owner, Era::Sessions, &finish)
+                .await
+            {
+                tracing::debug!(task = %id, ?refusal, "a task's outcome was not kept");
+            }
+        }
+        tasks.ended.notify_waiters();
+    });
+    encode(&CreateTaskResult {
+        task: created,
+        meta: None,
+    })
+}
+
+/// `tasks/get`: the task as it stands.
+pub(crate) async fn get(
+    server: &Server,
+    scope: &Scope,
+    params: Option<Value>,
+    cx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    let id = task_id(params.as_ref())?;
+    let record = server
+        .inner
+        .tasks
+        .store
+        .get(&id, &owner(scope, cx), Era::Sessions)
+        .await
+        .map_err(|r| r.to_error_object())?;
+    encode(&record.to_task())
+}
+
+/// `tasks/result`: waits until the task ends, then answers with exactly its outcome.
+pub(crate) async fn result(
+    server: &Server,
+    scope: &Scope,
+    params: Option<Value>,
+    cx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    let id = task_id(params.as_ref())?;
+    let owner = owner(scope, cx);
+    let tasks = &server.inner.tasks;
+    loop {
+        // Registered before the read, so an end between the two is not missed.
+        let ended = tasks.ended.notified();
+        let record = tasks
+            .store
+            .get(&id, &owner, Era::Sessions)
+            .await
+            .map_err(|r| r.to_error_object())?;
+        if record.status.is_terminal() {
+            return match record.outcome {
+                Some(TaskOutcome::Result(result)) => Ok(with_related_task(result, &id)),
+                Some(TaskOutcome::Error(error)) => Err(error),
+                None => Err(ErrorObject::invalid_params("the task was cancelled")),
+            };
+        }
+        tokio::select! {
+            () = ended => {}
+            // A store shared with other nodes is not woken by this one: look again anyway.
+            () = tokio::time::sleep(record.poll_interval) => {}
+            () = cx.cancel.cancelled() => {
+                return Err(ErrorObject::internal("the request was cancelled"));
+            }
+        }
+    }
+}
+
+fn with_related_task(mut result: Value, id: &str) -> Value {
+    if let Value::Object(object) = &mut result {
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(RELATED_TASK_KEY.to_owned(), json!({ "taskId": id }));
+        }
+    }
+    result
+}
+
+/// `tasks/list`: the requestor's tasks, oldest first, a page at a time.
+pub(crate) async fn list(
+    server: &Server,
+    scope: &Scope,
+    params: Option<Value>,
+    cx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    let cursor = params
+        .as_ref()
+        .and_then(|p| p.get("cursor"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let page = server
+        .inner
+        .tasks
+        .store
+        .list(
+            &owner(scope, cx),
+            Era::Sessions,
+            cursor.as_deref(),
+            LIST_PAGE + 1,
+        )
+        .await
+        .map_err(|_| ErrorObject::invalid_params("invalid cursor"))?;
+    let more = page.len() > LIST_PAGE;
+    let tasks: Vec<_> = page
+        .iter()
+        .take(LIST_PAGE)
+        .map(TaskRecord::to_task)
+        .collect();
+    let mut answer = json!({ "tasks": tasks });
+    if more && let Some(last) = tasks.last() {
+        answer["nextCursor"] = json!(last.task_id);
+    }
+    Ok(answer)
+}
+
+/// `tasks/cancel`: the task is `cancelled` before the answer, and its work stops; a finished
+/// task is -32602.
+pub(crate) async fn cancel(
+    server: &Server,
+    scope: &Scope,
+    params: Option<Value>,
+    cx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    let id = task_id(params.as_ref())?;
+    let tasks = &server.inner.tasks;
+    let cancel = |t: &mut TaskRecord| t.cancel();
+    let record = tasks
+        .store
+        .update(&id, &owner(scope, cx), Era::Sessions, &cancel)
+        .await
+        .map_err(|r| r.to_error_object())?;
+    if let Some(token) = tasks.running().remove(&id) {
+        token.cancel();
+    }
+    tasks.ended.notify_waiters();
+    debug_assert_eq!(record.status, TaskStatus::Cancelled);
+    encode(&record.to_task())
+}
