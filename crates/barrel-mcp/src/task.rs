@@ -18,7 +18,7 @@ mod store;
 mod time;
 
 pub use record::{Era, Refused, TaskOutcome, TaskRecord};
-pub use store::{MemoryTaskStore, StoreRefusal, TaskChange, TaskLimits, TaskStore};
+pub use store::{MemoryTaskStore, StoreRefusal, TaskChange, TaskLimits, TaskStore, cursor_after};
 pub use time::rfc3339;
 
 use base64::Engine as _;

@@ -3,7 +3,8 @@
 //! model, for Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini.
 //!
 //! - [`tools`]: the `tools` value of a request. Schemas get the steps every provider needs:
-//!   a root without `type` becomes an object, `$schema`, `$id` and `$comment` are removed (Gemini
+//!   a root without `type` becomes an object (and one of another type an empty object schema),
+//!   `$schema`, `$id` and `$comment` are removed (Gemini
 //!   refuses `$schema`), and nothing is ever fetched for a `$ref`. OpenAI Responses gets
 //!   `strict: false` written out (left out, it turns every schema strict).
 //! - [`calls`]: the tool calls in a provider's response (the whole response, or just its
@@ -178,6 +179,12 @@ pub(crate) fn shaped_schema(schema: &Value) -> Value {
     };
     for key in ["$schema", "$id", "$comment"] {
         schema.remove(key);
+    }
+    // Every provider takes an object: a schema of anything else (a string, a type list)
+    // cannot describe named arguments, and one such tool would fail the whole request.
+    if schema.get("type").is_some_and(|t| t != "object") {
+        tracing::debug!("a tool schema that is not an object was replaced");
+        schema = Map::new();
     }
     if !schema.contains_key("type") {
         schema.insert("type".into(), json!("object"));

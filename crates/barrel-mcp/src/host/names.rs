@@ -163,12 +163,17 @@ pub fn is_valid(name: &str, max_len: usize) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// `name` cut to leave room for the stable suffix of `(server, raw)`.
-fn suffixed(name: &str, server_id: &str, raw: &str, max_len: usize) -> String {
+/// `name` cut to leave room for the stable suffix of `(server, raw)` (drawn again for a
+/// non-zero `round`).
+fn suffixed(name: &str, server_id: &str, raw: &str, round: u32, max_len: usize) -> String {
     let mut hasher = Sha256::new();
     hasher.update(server_id.as_bytes());
     hasher.update([0]);
     hasher.update(raw.as_bytes());
+    if round > 0 {
+        hasher.update([0]);
+        hasher.update(round.to_be_bytes());
+    }
     let digest = hasher.finalize();
     let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     let keep = max_len.saturating_sub(SUFFIX_LEN);
@@ -199,7 +204,29 @@ impl NameTable {
     ) -> Result<Self, Error> {
         let max_len = max_len.clamp(MIN_MAX_LEN, DEFAULT_MAX_LEN);
         let default = NamePolicy::default();
-        let entries: Vec<(&str, &str)> = entries.into_iter().collect();
+        // The same (server, raw name) twice is one entry.
+        let mut entries: Vec<(&str, &str)> = entries.into_iter().collect();
+        let mut seen = std::collections::HashSet::new();
+        entries.retain(|entry| seen.insert(*entry));
+        // One prefix per server: two servers sharing one could take each other's names and
+        // URIs, so that is a configuration error (give one of them a prefix).
+        // (Compared in their URI form, where `_` is `-`: see `host::uri`.)
+        let mut owner_of_prefix: HashMap<String, &str> = HashMap::new();
+        for (server, _) in &entries {
+            let prefix = prefix_for(server, policies.get(*server).unwrap_or(&default))?;
+            let prefix = crate::host::uri::scheme_prefix(&prefix);
+            match owner_of_prefix.get(&prefix) {
+                Some(other) if other != server => {
+                    return Err(Error::Definition(format!(
+                        "servers {other:?} and {server:?} both have the prefix {prefix:?}: \
+                         give one of them another prefix"
+                    )));
+                }
+                _ => {
+                    owner_of_prefix.insert(prefix, server);
+                }
+            }
+        }
         // Bases, to know which collide between servers (OnCollision) or after sanitizing.
         let mut servers_of_base: HashMap<String, Vec<&str>> = HashMap::new();
         for (server, raw) in &entries {
@@ -239,6 +266,20 @@ impl NameTable {
             };
             candidates.push((name, server, raw));
         }
+        // Two renames to one name are a configuration error.
+        let mut renamed: HashMap<&str, (&str, &str)> = HashMap::new();
+        for (name, server, raw) in &candidates {
+            let policy = policies.get(*server).unwrap_or(&default);
+            if policy.renames.contains_key(*raw)
+                && let Some((other_server, other_raw)) =
+                    renamed.insert(name.as_str(), (server, raw))
+            {
+                return Err(Error::Definition(format!(
+                    "{other_server:?}/{other_raw:?} and {server:?}/{raw:?} are both renamed \
+                     to {name:?}"
+                )));
+            }
+        }
         // Names that are too long, start badly or collide are suffixed, every one of them.
         let mut count: HashMap<&str, usize> = HashMap::new();
         for (name, _, _) in &candidates {
@@ -262,23 +303,32 @@ impl NameTable {
                     )));
                 }
             }
-            let exposed = if collides || !is_valid(name, max_len) {
-                let mut start = name.clone();
-                if !start
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_alphabetic())
-                {
-                    start.insert(0, 't');
-                }
-                suffixed(&start, server, raw, max_len)
+            let mut start = name.clone();
+            if !start
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+            {
+                start.insert(0, 't');
+            }
+            let mut exposed = if collides || !is_valid(name, max_len) {
+                suffixed(&start, server, raw, 0, max_len)
             } else {
                 name.clone()
             };
-            if table.by_exposed.contains_key(&exposed) {
-                return Err(Error::Definition(format!(
-                    "server {server:?}: {raw:?} and another entry both end up as {exposed:?}"
-                )));
+            // A suffixed name may still meet another entry's own name (a raw name chosen to
+            // look like one): the suffix is drawn again, deterministically, until it is free.
+            let mut round = 0;
+            while table.by_exposed.contains_key(&exposed)
+                || (exposed != *name && count.contains_key(exposed.as_str()))
+            {
+                round += 1;
+                if round > 16 {
+                    return Err(Error::Definition(format!(
+                        "server {server:?}: no free name for {raw:?}"
+                    )));
+                }
+                exposed = suffixed(&start, server, raw, round, max_len);
             }
             table
                 .by_exposed
@@ -434,6 +484,32 @@ mod tests {
             .exposed("server", "a_name_of_forty_characters_or_so_0123456")
             .unwrap();
         assert!(exposed.len() <= 32 && is_valid(exposed, 32), "{exposed}");
+    }
+
+    #[test]
+    fn hostile_sets_are_named_or_refused_clearly() {
+        // The same entry twice is one entry.
+        let names = table(&[("a", "x"), ("a", "x")]);
+        assert_eq!(names.len(), 1);
+        // A raw name made to look like another's suffixed name does not take it.
+        let suffix_of = table(&[("gh", "a.b"), ("gh", "a_b")]);
+        let taken = suffix_of.exposed("gh", "a.b").unwrap()["gh__".len()..].to_owned();
+        let names = table(&[("gh", "a.b"), ("gh", "a_b"), ("gh", taken.as_str())]);
+        assert_eq!(names.len(), 3);
+        let all: std::collections::HashSet<&str> = names.iter().map(|(e, _, _)| e).collect();
+        assert_eq!(all.len(), 3);
+        // Two servers with one prefix, and two renames to one name, are refused.
+        let shared = NameTable::build([("GitHub", "x"), ("github", "y")], &HashMap::new(), 64);
+        assert!(shared.unwrap_err().to_string().contains("prefix"));
+        let uri_clash = NameTable::build([("a_b", "x"), ("a-b", "y")], &HashMap::new(), 64);
+        assert!(uri_clash.is_err());
+        let mut policies = HashMap::new();
+        policies.insert(
+            "a".to_owned(),
+            NamePolicy::new().rename("x", "same").rename("y", "same"),
+        );
+        let renamed = NameTable::build([("a", "x"), ("a", "y")], &policies, 64);
+        assert!(renamed.unwrap_err().to_string().contains("renamed"));
     }
 
     #[test]

@@ -1,20 +1,26 @@
 //! Resource URIs of many servers in one namespace: `prefix+uri`.
 //!
-//! Server prefixes are `[a-z0-9_-]`, which are legal scheme characters, so `docs+file:///a` is
-//! an absolute URI (scheme `docs+file`) and opaque URIs (`urn:x`, `memo:insights`) and
+//! A server prefix is written with `-` for `_` (a URI scheme may hold letters, digits, `+`,
+//! `-` and `.`, not `_`), so `docs+file:///a` is an absolute URI (scheme `docs+file`) and
+//! opaque URIs (`urn:x`, `memo:insights`) and
 //! templates (`docs+notes://{id}`) work the same way. Reading a URI that was never listed still
 //! works: the prefix alone routes it. Rewriting is applied wherever a URI travels in a result:
 //! resource contents, `resource_link` blocks and embedded resources.
 
 use serde_json::Value;
 
-/// The exposed form of `uri` on the server with `prefix`.
-pub fn expose(prefix: &str, uri: &str) -> String {
-    format!("{prefix}+{uri}")
+/// A server prefix as it is written in URIs: `_` becomes `-`.
+pub fn scheme_prefix(prefix: &str) -> String {
+    prefix.replace('_', "-")
 }
 
-/// The prefix and raw URI behind an exposed URI: the part before the first `+` must look like
-/// a prefix (`[a-z0-9_-]`, starting with a letter).
+/// The exposed form of `uri` on the server with `prefix`.
+pub fn expose(prefix: &str, uri: &str) -> String {
+    format!("{}+{uri}", scheme_prefix(prefix))
+}
+
+/// The prefix (in its URI form, see [`scheme_prefix`]) and raw URI behind an exposed URI: the
+/// part before the first `+` must look like one (`[a-z0-9-]`, starting with a letter).
 pub fn resolve(exposed: &str) -> Option<(&str, &str)> {
     let (prefix, raw) = exposed.split_once('+')?;
     let valid = prefix
@@ -23,7 +29,7 @@ pub fn resolve(exposed: &str) -> Option<(&str, &str)> {
         .is_some_and(|c| c.is_ascii_lowercase())
         && prefix
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     (valid && !raw.is_empty()).then_some((prefix, raw))
 }
 
@@ -70,6 +76,8 @@ mod tests {
             assert_eq!(resolve(&exposed), Some(("docs", raw)));
         }
         assert_eq!(resolve("file:///no-prefix"), None);
+        assert_eq!(expose("my_docs", "a:b"), "my-docs+a:b");
+        assert_eq!(resolve("my-docs+a:b"), Some(("my-docs", "a:b")));
         assert_eq!(resolve("Bad+x:y"), None);
         assert_eq!(resolve("docs+"), None);
     }

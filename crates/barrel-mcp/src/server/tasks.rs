@@ -285,14 +285,11 @@ pub(crate) async fn list(
         .await
         .map_err(|_| ErrorObject::invalid_params("invalid cursor"))?;
     let more = page.len() > LIST_PAGE;
-    let tasks: Vec<_> = page
-        .iter()
-        .take(LIST_PAGE)
-        .map(TaskRecord::to_task)
-        .collect();
+    let page = &page[..page.len().min(LIST_PAGE)];
+    let tasks: Vec<_> = page.iter().map(TaskRecord::to_task).collect();
     let mut answer = json!({ "tasks": tasks });
-    if more && let Some(last) = tasks.last() {
-        answer["nextCursor"] = json!(last.task_id);
+    if more && let Some(last) = page.last() {
+        answer["nextCursor"] = json!(crate::task::cursor_after(last));
     }
     Ok(answer)
 }

@@ -18,6 +18,8 @@ pub struct TaskLimits {
     pub max_tasks: usize,
     /// The longest TTL granted; longer requests are cut to it. Default 1 hour.
     pub max_ttl: Duration,
+    /// The shortest TTL granted (a task must outlive its creation answer). Default 1 s.
+    pub min_ttl: Duration,
     /// The TTL of a task whose requestor asked for none. Default 5 minutes.
     pub default_ttl: Duration,
     /// The polling interval suggested to requestors. Default 1 s.
@@ -30,6 +32,7 @@ impl Default for TaskLimits {
             max_per_owner: 64,
             max_tasks: 10_000,
             max_ttl: Duration::from_secs(3600),
+            min_ttl: Duration::from_secs(1),
             default_ttl: Duration::from_secs(300),
             poll_interval: Duration::from_secs(1),
         }
@@ -39,7 +42,10 @@ impl Default for TaskLimits {
 impl TaskLimits {
     /// The TTL to grant for a request of `asked` (none: the default), within the bound.
     pub fn ttl_for(&self, asked: Option<Duration>) -> Duration {
-        asked.unwrap_or(self.default_ttl).min(self.max_ttl)
+        asked
+            .unwrap_or(self.default_ttl)
+            .min(self.max_ttl)
+            .max(self.min_ttl.min(self.max_ttl))
     }
 }
 
@@ -196,6 +202,23 @@ impl MemoryTaskStore {
 
     fn create_now(&self, record: TaskRecord) -> Result<(), StoreRefusal> {
         let mut tasks = self.lock();
+        let full = |tasks: &Tasks| {
+            tasks.per_owner.get(&record.owner).copied().unwrap_or(0) >= self.limits.max_per_owner
+                || tasks.by_id.len() >= self.limits.max_tasks
+        };
+        if full(&tasks) {
+            // Expired tasks no one looked up again still hold their places: forget them first.
+            let now = SystemTime::now();
+            let expired: Vec<String> = tasks
+                .by_id
+                .values()
+                .filter(|t| t.expired(now))
+                .map(|t| t.id.clone())
+                .collect();
+            for id in &expired {
+                tasks.remove(id);
+            }
+        }
         let owned = tasks.per_owner.get(&record.owner).copied().unwrap_or(0);
         if owned >= self.limits.max_per_owner {
             return Err(StoreRefusal::Full(format!(
@@ -248,6 +271,14 @@ impl TaskStore for MemoryTaskStore {
                     // Apply to a copy: a refused change leaves the record as it was.
                     let mut next = record.clone();
                     change(&mut next).map_err(StoreRefusal::Refused)?;
+                    // Whose, which and when a task is never changes.
+                    let same = next.id == record.id
+                        && next.owner == record.owner
+                        && next.era == record.era
+                        && next.created_at == record.created_at;
+                    if !same {
+                        return Err(StoreRefusal::Refused(Refused::Invalid));
+                    }
                     *record = next.clone();
                     Ok(next)
                 })
@@ -264,22 +295,19 @@ impl TaskStore for MemoryTaskStore {
     ) -> BoxFuture<'a, Result<Vec<TaskRecord>, StoreRefusal>> {
         let now = SystemTime::now();
         let tasks = self.lock();
+        let after = match after.map(parse_cursor) {
+            None => None,
+            Some(Some(key)) => Some(key),
+            Some(None) => return Box::pin(std::future::ready(Err(StoreRefusal::NotFound))),
+        };
         let mut mine: Vec<&TaskRecord> = tasks
             .by_id
             .values()
             .filter(|t| t.owner == owner && t.era == era && !t.expired(now))
+            .filter(|t| after.as_ref().is_none_or(|key| &sort_key(t) > key))
             .collect();
-        mine.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        let start = match after {
-            None => 0,
-            Some(after) => match mine.iter().position(|t| t.id == after) {
-                Some(at) => at + 1,
-                None => {
-                    return Box::pin(std::future::ready(Err(StoreRefusal::NotFound)));
-                }
-            },
-        };
-        let page = mine.into_iter().skip(start).take(limit).cloned().collect();
+        mine.sort_by_key(|t| sort_key(t));
+        let page = mine.into_iter().take(limit).cloned().collect();
         Box::pin(std::future::ready(Ok(page)))
     }
 
@@ -296,6 +324,27 @@ impl TaskStore for MemoryTaskStore {
         }
         Box::pin(std::future::ready(expired.len()))
     }
+}
+
+/// Where a record sorts in a list: creation time, then id.
+fn sort_key(record: &TaskRecord) -> (u128, String) {
+    let nanos = record
+        .created_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    (nanos, record.id.clone())
+}
+
+/// The cursor of the page after `record` (it holds no more than where `record` sorts, so it
+/// stays valid when `record` itself expires).
+pub fn cursor_after(record: &TaskRecord) -> String {
+    let (nanos, id) = sort_key(record);
+    format!("{nanos}:{id}")
+}
+
+fn parse_cursor(cursor: &str) -> Option<(u128, String)> {
+    let (nanos, id) = cursor.split_once(':')?;
+    Some((nanos.parse().ok()?, id.to_owned()))
 }
 
 #[cfg(test)]

@@ -52,14 +52,22 @@ pub(super) fn results(outcomes: &[(ToolCall, CallToolResult)]) -> Vec<Value> {
     let blocks: Vec<Value> = outcomes
         .iter()
         .map(|(call, result)| {
-            let content: Vec<Value> = pieces(result).iter().map(block).collect();
+            // Anthropic refuses empty text blocks (a tool that returned "" is common).
+            let content: Vec<Value> = pieces(result)
+                .iter()
+                .filter(|piece| !matches!(piece, Piece::Text(text) if text.trim().is_empty()))
+                .map(block)
+                .collect();
             let mut item = Map::new();
             item.insert("type".into(), json!("tool_result"));
             item.insert(
                 "tool_use_id".into(),
                 json!(call.id.clone().unwrap_or_default()),
             );
-            item.insert("content".into(), Value::Array(content));
+            // No content at all: the block says so by having none.
+            if !content.is_empty() {
+                item.insert("content".into(), Value::Array(content));
+            }
             if failed(result) {
                 item.insert("is_error".into(), json!(true));
             }

@@ -132,10 +132,16 @@ pub(super) fn responses_results(outcomes: &[(ToolCall, CallToolResult)]) -> Vec<
             if failed(result) {
                 parts.insert(0, json!({ "type": "input_text", "text": "Error:" }));
             }
+            // No content at all is an empty string, not an empty list.
+            let output = if parts.is_empty() {
+                json!("")
+            } else {
+                Value::Array(parts)
+            };
             json!({
                 "type": "function_call_output",
                 "call_id": call.id.clone().unwrap_or_default(),
-                "output": parts,
+                "output": output,
             })
         })
         .collect()
@@ -152,11 +158,18 @@ fn input_part(piece: &Piece) -> Value {
             "image_url": format!("data:{mime};base64,{data}"),
         }),
         Piece::Pdf { uri, data } => {
-            let filename = uri
+            // The last path segment, without query or fragment, ending in `.pdf`.
+            let path = uri.split(['?', '#']).next().unwrap_or("");
+            let base = path
                 .rsplit('/')
                 .next()
                 .filter(|name| !name.is_empty())
-                .unwrap_or("document.pdf");
+                .unwrap_or("document");
+            let filename = if base.to_ascii_lowercase().ends_with(".pdf") {
+                base.to_owned()
+            } else {
+                format!("{base}.pdf")
+            };
             json!({
                 "type": "input_file",
                 "filename": filename,

@@ -35,12 +35,18 @@ fn definitions_for_each_provider() {
     let declaration = &gemini[0]["functionDeclarations"][0];
     assert_eq!(declaration["name"], "github__search");
     assert!(declaration["parametersJsonSchema"].get("$schema").is_none());
-    // A schema-less tool still gets an object schema.
-    let bare = ToolSpec::new("t", None, Value::Null);
-    assert_eq!(
-        tools(Provider::Anthropic, &[bare])[0]["input_schema"],
-        json!({"type": "object", "properties": {}})
-    );
+    // A schema-less tool, or one whose schema is not an object, still gets an object schema.
+    for schema in [
+        Value::Null,
+        json!({"type": "string"}),
+        json!({"type": ["object", "null"]}),
+    ] {
+        let odd = ToolSpec::new("t", None, schema);
+        assert_eq!(
+            tools(Provider::Anthropic, &[odd])[0]["input_schema"],
+            json!({"type": "object", "properties": {}})
+        );
+    }
 }
 
 #[test]
@@ -204,6 +210,21 @@ fn the_content_matrix() {
     );
     let file = parts.iter().find(|p| p["type"] == "input_file").unwrap();
     assert_eq!(file["filename"], "report.pdf");
+    let signed = CallToolResult {
+        content: vec![ContentBlock::Resource(EmbeddedResource {
+            resource: ResourceContents::Blob(BlobResourceContents {
+                uri: "https://x.example/r?sig=secret".into(),
+                mime_type: Some("application/pdf".into()),
+                blob: PDF.into(),
+                meta: None,
+            }),
+            annotations: None,
+            meta: None,
+        })],
+        ..CallToolResult::default()
+    };
+    let named = results(Provider::OpenAiResponses, &[(call("f"), signed)]);
+    assert_eq!(named[0]["output"][0]["filename"], "r.pdf");
 
     let gemini = results(Provider::Gemini, &outcome);
     let response = &gemini[0]["parts"][0]["functionResponse"];
@@ -253,6 +274,22 @@ fn errors_and_structured_content() {
         gemini[0]["parts"][1]["functionResponse"]["response"],
         json!({"output": {"temperature": 21}})
     );
+}
+
+#[test]
+fn empty_results_are_shapes_each_api_takes() {
+    let empty = CallToolResult {
+        content: vec![ContentBlock::text("")],
+        ..CallToolResult::default()
+    };
+    let outcomes = [(call("e"), empty)];
+    let anthropic = results(Provider::Anthropic, &outcomes);
+    assert!(anthropic[0]["content"][0].get("content").is_none());
+    let responses = results(
+        Provider::OpenAiResponses,
+        &[(call("n"), CallToolResult::default())],
+    );
+    assert_eq!(responses[0]["output"], "");
 }
 
 #[test]

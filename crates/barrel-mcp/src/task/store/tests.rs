@@ -77,6 +77,25 @@ async fn caps_refuse_and_allocate_nothing() {
     let full = store.create(record("carol", Era::Sessions, MINUTE)).await;
     assert!(matches!(full, Err(StoreRefusal::Full(_))));
     assert_eq!(store.len(), 3);
+    // Expired tasks give their places back.
+    let short = TaskLimits {
+        max_per_owner: 1,
+        ..TaskLimits::default()
+    };
+    let store = MemoryTaskStore::new(short);
+    store
+        .create(record("dave", Era::Sessions, Duration::from_millis(1)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    store
+        .create(record("dave", Era::Sessions, MINUTE))
+        .await
+        .unwrap();
+    assert_eq!(
+        TaskLimits::default().ttl_for(Some(Duration::ZERO)),
+        Duration::from_secs(1)
+    );
     assert_eq!(
         StoreRefusal::NotFound.to_error_object().code,
         barrel_mcp_types::ErrorCode::INVALID_PARAMS
@@ -124,11 +143,36 @@ async fn lists_page_in_creation_order() {
         first.iter().map(|t| &t.id).collect::<Vec<_>>(),
         [&ids[0], &ids[1]]
     );
+    let cursor = cursor_after(&first[1]);
     let rest = store
-        .list("alice", Era::Sessions, Some(&ids[1]), 10)
+        .list("alice", Era::Sessions, Some(&cursor), 10)
         .await
         .unwrap();
     assert_eq!(rest.len(), 3);
+    assert_eq!(rest[0].id, ids[2]);
+    // The cursor holds when the task it came from is gone.
+    let cancel = |t: &mut TaskRecord| t.cancel();
+    store
+        .update(&ids[1], "alice", Era::Sessions, &cancel)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .list("alice", Era::Sessions, Some(&cursor), 10)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    // Identity fields never change.
+    let steal = |t: &mut TaskRecord| {
+        t.owner = "mallory".into();
+        Ok(())
+    };
+    assert_eq!(
+        store.update(&ids[2], "alice", Era::Sessions, &steal).await,
+        Err(StoreRefusal::Refused(Refused::Invalid))
+    );
     assert_eq!(
         store.list("alice", Era::Sessions, Some("nope"), 10).await,
         Err(StoreRefusal::NotFound)
