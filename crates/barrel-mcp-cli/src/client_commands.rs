@@ -71,6 +71,10 @@ pub(crate) enum ClientCommand {
         tool: String,
         /// The arguments, a JSON object.
         arguments: Option<String>,
+        /// Run it as a task (2025-11-25), showing its status until it ends. Tools that require
+        /// a task always run as one.
+        #[arg(long)]
+        task: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -329,6 +333,67 @@ async fn connect(
     }
 }
 
+/// True when `tool` declares that it must run as a task (only asked of servers that run tools
+/// as tasks).
+async fn requires_task(client: &Client, tool: &str) -> anyhow::Result<bool> {
+    if !client.supports_tool_tasks() {
+        return Ok(false);
+    }
+    let tools = client.list_all_tools().await?;
+    Ok(tools.iter().any(|t| {
+        t.name == tool
+            && t.execution.as_ref().and_then(|e| e.task_support.as_deref()) == Some("required")
+    }))
+}
+
+/// Runs a tool as a task: its status on stderr whenever it changes, then its result.
+async fn run_as_task(
+    client: &Client,
+    params: CallToolParams,
+    quiet: bool,
+) -> anyhow::Result<barrel_mcp::types::CallToolResult> {
+    let handle = client.start_tool_task(params, None).await?;
+    let say = |status: barrel_mcp::types::TaskStatus, message: Option<&str>| {
+        use std::io::Write as _;
+        if quiet {
+            return;
+        }
+        let status = serde_json::to_value(status).unwrap_or_default();
+        let status = status.as_str().unwrap_or("?");
+        let message = message.map(|m| format!(": {m}")).unwrap_or_default();
+        // A closed stderr is no reason to stop the task's command.
+        let _ = writeln!(std::io::stderr(), "task {}: {status}{message}", handle.id());
+    };
+    say(
+        handle.task().status,
+        handle.task().status_message.as_deref(),
+    );
+    let poll = Duration::from_millis(
+        handle
+            .task()
+            .poll_interval
+            .unwrap_or(1000)
+            .clamp(100, 10_000),
+    );
+    let result = handle.result();
+    tokio::pin!(result);
+    let mut last = (handle.task().status, handle.task().status_message.clone());
+    loop {
+        tokio::select! {
+            result = &mut result => return Ok(result?),
+            () = tokio::time::sleep(poll) => {
+                if let Ok(now) = handle.status().await {
+                    let seen = (now.status, now.status_message.clone());
+                    if seen != last {
+                        say(seen.0, seen.1.as_deref());
+                    }
+                    last = seen;
+                }
+            }
+        }
+    }
+}
+
 fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     out!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
@@ -387,12 +452,18 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             }
         }
         ClientCommand::Call {
-            tool, arguments, ..
+            tool,
+            arguments,
+            task,
+            ..
         } => {
             let arguments = parse_object(arguments.as_deref(), "the tool arguments")?;
             let params = CallToolParams::new(&tool).with_arguments(arguments);
-            let result =
-                with_progress(common, |options| client.call_tool_with(params, options)).await?;
+            let result = if task || requires_task(client, &tool).await? {
+                run_as_task(client, params, json).await?
+            } else {
+                with_progress(common, |options| client.call_tool_with(params, options)).await?
+            };
             if json {
                 print_json(&result)?;
             } else {

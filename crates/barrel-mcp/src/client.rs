@@ -54,6 +54,7 @@ mod options;
 mod pages;
 mod request;
 mod subscription;
+mod tasks;
 
 use std::fmt;
 use std::sync::Arc;
@@ -68,6 +69,7 @@ pub use notification::ServerNotification;
 pub use options::{CallOptions, ProgressCallback};
 pub use pages::{Listing, Pager};
 pub use subscription::ResourceSubscription;
+pub use tasks::TaskHandle;
 
 use crate::peer::Peer;
 use connect::Negotiated;

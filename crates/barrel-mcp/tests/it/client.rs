@@ -19,6 +19,7 @@ mod mrtr;
 mod pagination;
 mod progress;
 mod subscriptions;
+mod tasks;
 
 use std::sync::Arc;
 
