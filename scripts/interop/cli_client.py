@@ -285,6 +285,14 @@ def everything_checks(cli: Cli, version: str) -> list[Check]:
         got = one_text(cli("call", "get-sum", '{"a":2,"b":3}').ok_json())
         expect(got == "The sum of 2 and 3 is 5.", f"text {got!r}")
 
+    @check("call simulate-research-query (a tool that requires a task)")
+    def _() -> None:
+        run = cli("call", "simulate-research-query", '{"topic":"rust"}', json_output=False)
+        expect(run.rc == 0, f"exit {run.rc}; stderr {run.tail()!r}")
+        expect("research report" in run.out, f"stdout {run.out[:200]!r}")
+        statuses = [line for line in run.err.splitlines() if line.startswith("task ")]
+        expect(len(statuses) >= 2, f"no task status on stderr: {run.err[:300]!r}")
+
     @check("call get-structured-content (structured output)")
     def _() -> None:
         result = cli("call", "get-structured-content", '{"location":"New York"}').ok_json()
