@@ -380,7 +380,16 @@ async fn run_as_task(
     let mut last = (handle.task().status, handle.task().status_message.clone());
     loop {
         tokio::select! {
-            result = &mut result => return Ok(result?),
+            result = &mut result => {
+                let result = result?;
+                let ended = if result.is_error() {
+                    barrel_mcp::types::TaskStatus::Failed
+                } else {
+                    barrel_mcp::types::TaskStatus::Completed
+                };
+                say(ended, None);
+                return Ok(result);
+            }
             () = tokio::time::sleep(poll) => {
                 if let Ok(now) = handle.status().await {
                     let seen = (now.status, now.status_message.clone());
