@@ -8,8 +8,28 @@
 //! - [`host::format`](mod@crate::host::format): tool definitions, tool calls and tool results in the formats of Anthropic,
 //!   OpenAI (Chat Completions and Responses) and Gemini.
 //!
-//! The `Host` over a set of supervised clients (one catalog, routing, health) builds on them.
+//! On them: [`Host`], one catalog ([`Catalog`]) over the servers of a
+//! [`Clients`](crate::client::Clients) registry, and the routing of a model's tool calls back to
+//! them:
+//!
+//! ```no_run
+//! # async fn turn(host: barrel_mcp::host::Host, response: serde_json::Value) -> barrel_mcp::Result<()> {
+//! use barrel_mcp::host::format::{self, Provider};
+//!
+//! let catalog = host.refresh().await?;
+//! let tools = format::tools(Provider::Anthropic, &catalog.specs()); // into the request
+//! // ... the model answers with `response` ...
+//! let calls = format::calls(Provider::Anthropic, &response);
+//! let outcomes = host.call_all(&calls).await;
+//! let next_messages = format::results(Provider::Anthropic, &outcomes); // into the next request
+//! # let _ = (tools, next_messages); Ok(()) }
+//! ```
 
+mod catalog;
 pub mod format;
 pub mod names;
+mod routing;
 pub mod uri;
+
+pub use catalog::{Catalog, CatalogTool};
+pub use routing::{CallFailure, Host};

@@ -4,6 +4,8 @@
 //! speak raw JSON lines or raw messages to a peer under test.
 
 mod client;
+#[cfg(feature = "host")]
+mod host;
 #[cfg(feature = "http-server")]
 mod http;
 mod peer;

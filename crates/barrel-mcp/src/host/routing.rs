@@ -1,0 +1,200 @@
+//! [`Host`]: the catalog over many servers and the routing of a model's tool calls.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use barrel_mcp_types::{CallToolParams, CallToolResult};
+
+use super::catalog::Catalog;
+use super::format::{ToolCall, error_result};
+use super::names::{DEFAULT_MAX_LEN, NamePolicy};
+use crate::Error;
+use crate::client::Clients;
+
+/// Why a routed call did not reach a tool, or what the tool's server answered instead.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallFailure {
+    /// No tool has that exposed name.
+    UnknownTool(String),
+    /// The arguments are not a JSON object.
+    InvalidArguments(String),
+    /// The tool's server is not connected.
+    Unavailable(String),
+    /// The server answered with an error (a JSON-RPC one, or the connection failed).
+    Upstream(String),
+}
+
+/// One catalog over the servers of a [`Clients`] registry, and the routing of a model's tool
+/// calls back to the server that owns each tool. Cheap to clone.
+///
+/// - [`Host::refresh`] lists every connected server's tools (all pages) and swaps in a new
+///   [`Catalog`]; a server that is down, or fails to list, is left out of it (and logged), so one
+///   bad server never fails the catalog. Call it after connecting and whenever a server says
+///   its tools changed.
+/// - [`Host::call`] resolves an exposed name in the current catalog, parses the model's
+///   arguments, and calls the tool on its server under its own name. Every failure (an unknown
+///   tool, arguments that are not a JSON object, a server that is not connected, a JSON-RPC
+///   error) comes back as a tool result with `isError` and a short text the model can act on,
+///   with the typed reason beside it ([`CallFailure`]).
+/// - [`Host::call_all`] runs a turn's calls concurrently and keeps their order; one failure
+///   never stops the others.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clients: Clients,
+    policies: HashMap<String, NamePolicy>,
+    max_len: usize,
+    catalog: RwLock<Arc<Catalog>>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("generation", &self.catalog().generation)
+            .field("tools", &self.catalog().tools().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// A host over `clients`, naming with the default policy and 64-character names.
+    pub fn new(clients: Clients) -> Self {
+        Self::with_naming(clients, HashMap::new(), DEFAULT_MAX_LEN)
+    }
+
+    /// A host over `clients` with per-server naming `policies` and names of at most `max_len`
+    /// characters.
+    pub fn with_naming(
+        clients: Clients,
+        policies: HashMap<String, NamePolicy>,
+        max_len: usize,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                clients,
+                policies,
+                max_len,
+                catalog: RwLock::new(Arc::new(Catalog::default())),
+            }),
+        }
+    }
+
+    /// The servers behind the host.
+    pub fn clients(&self) -> &Clients {
+        &self.inner.clients
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(
+            &self
+                .inner
+                .catalog
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Lists every connected server's tools and swaps in a new catalog. Fails only when the
+    /// naming policies are inconsistent (two servers with one prefix, two renames to one name).
+    pub async fn refresh(&self) -> Result<Arc<Catalog>, Error> {
+        let mut lists = BTreeMap::new();
+        for (server, _) in self.inner.clients.list() {
+            let Some(client) = self.inner.clients.get(&server) else {
+                continue;
+            };
+            if client.capabilities().tools.is_none() {
+                continue;
+            }
+            match client.list_all_tools().await {
+                Ok(tools) => {
+                    lists.insert(server, tools);
+                }
+                Err(error) => tracing::warn!(%server, %error, "listing tools failed; left out"),
+            }
+        }
+        let generation = self.catalog().generation + 1;
+        let catalog = Arc::new(Catalog::build(
+            generation,
+            &lists,
+            &self.inner.policies,
+            self.inner.max_len,
+        )?);
+        *self
+            .inner
+            .catalog
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&catalog);
+        Ok(catalog)
+    }
+
+    /// Routes one call (see [`Host`]): the result for the model, and the reason when it did not
+    /// come from the tool.
+    pub async fn call(&self, call: &ToolCall) -> (CallToolResult, Option<CallFailure>) {
+        let catalog = self.catalog();
+        let Some(entry) = catalog.tool(&call.name) else {
+            let failure = CallFailure::UnknownTool(call.name.clone());
+            return (
+                error_result(format!("unknown tool {:?}", call.name)),
+                Some(failure),
+            );
+        };
+        let arguments = match call.arguments.to_object() {
+            Ok(arguments) => arguments,
+            Err(why) => {
+                return (
+                    error_result(why.clone()),
+                    Some(CallFailure::InvalidArguments(why)),
+                );
+            }
+        };
+        let Some(client) = self.inner.clients.get(&entry.server) else {
+            let text = format!("server {} is unavailable", entry.server);
+            return (
+                error_result(text),
+                Some(CallFailure::Unavailable(entry.server.clone())),
+            );
+        };
+        let params = CallToolParams::new(&entry.tool.name).with_arguments(arguments);
+        match client.call_tool(params).await {
+            Ok(result) => (result, None),
+            Err(error) => {
+                let text = format!("server {}: {error}", entry.server);
+                (
+                    error_result(text.clone()),
+                    Some(CallFailure::Upstream(text)),
+                )
+            }
+        }
+    }
+
+    /// Routes a turn's calls concurrently; the outcomes keep the calls' order.
+    pub async fn call_all(&self, calls: &[ToolCall]) -> Vec<(ToolCall, CallToolResult)> {
+        let mut running = tokio::task::JoinSet::new();
+        for (at, call) in calls.iter().enumerate() {
+            let (host, call) = (self.clone(), call.clone());
+            running.spawn(async move {
+                let (result, _) = host.call(&call).await;
+                (at, call, result)
+            });
+        }
+        let mut outcomes: Vec<Option<(ToolCall, CallToolResult)>> = vec![None; calls.len()];
+        while let Some(done) = running.join_next().await {
+            match done {
+                Ok((at, call, result)) => outcomes[at] = Some((call, result)),
+                Err(error) => tracing::warn!(%error, "a routed call did not finish"),
+            }
+        }
+        outcomes
+            .into_iter()
+            .zip(calls)
+            .map(|(outcome, call)| {
+                outcome.unwrap_or_else(|| (call.clone(), error_result("the call did not finish")))
+            })
+            .collect()
+    }
+}

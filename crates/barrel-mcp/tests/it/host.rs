@@ -1,0 +1,132 @@
+//! The host (feature `host`): one catalog over two servers behind a `Clients` registry, a
+//! model's tool calls in each provider format routed to the right server, and what happens
+//! when a server goes away.
+
+use barrel_mcp::client::{Backoff, Client, Clients};
+use barrel_mcp::host::format::{self, Provider};
+use barrel_mcp::host::{CallFailure, Host};
+use barrel_mcp::server::{Ctx, Server};
+use barrel_mcp::transport::memory;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::support::within;
+
+#[derive(Deserialize, JsonSchema)]
+struct Say {
+    /// What to say.
+    text: String,
+}
+
+fn server(name: &'static str) -> Server {
+    Server::builder()
+        .name(name, "1.0.0")
+        .tool("echo", "Say it back", move |_: Ctx, say: Say| async move {
+            Ok(format!("{name}: {}", say.text))
+        })
+        .tool(
+            "dotted.name",
+            "A name no model API takes",
+            |_: Ctx, _: Say| async move { Ok("dotted".to_owned()) },
+        )
+        .build()
+        .expect("server")
+}
+
+/// A registry supervising `names`, each an in-memory server; waits until all are connected.
+async fn clients(names: &[&'static str]) -> Clients {
+    let clients = Clients::new();
+    for name in names {
+        let server = server(name);
+        clients.start(
+            *name,
+            Client::builder().name("host-test", "1.0.0"),
+            Backoff::default(),
+            move || {
+                let (a, b) = memory();
+                let server = server.clone();
+                tokio::spawn(async move { server.serve(b).await });
+                async move { Ok(a) }
+            },
+        );
+    }
+    for name in names {
+        within(clients.connected(name)).await.expect("connected");
+    }
+    clients
+}
+
+#[tokio::test]
+async fn one_catalog_and_calls_routed_in_every_format() {
+    within(async {
+        let host = Host::new(clients(&["alpha", "beta"]).await);
+        let catalog = host.refresh().await.expect("catalog");
+        let names: Vec<&str> = catalog.tools().iter().map(|t| t.exposed.as_str()).collect();
+        assert_eq!(
+            names,
+            ["alpha__dotted_name", "alpha__echo", "beta__dotted_name", "beta__echo"]
+        );
+        // Definitions for a request, in every format.
+        for provider in Provider::ALL {
+            let tools = format::tools(provider, &catalog.specs());
+            assert!(tools.to_string().contains("beta__echo"), "{provider:?}");
+        }
+        // An Anthropic turn: two servers, one unknown tool; results in call order.
+        let response = json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "beta__echo", "input": {"text": "hi"}},
+            {"type": "tool_use", "id": "t2", "name": "alpha__echo", "input": {"text": "yo"}},
+            {"type": "tool_use", "id": "t3", "name": "gamma__echo", "input": {}}
+        ]});
+        let calls = format::calls(Provider::Anthropic, &response);
+        let outcomes = host.call_all(&calls).await;
+        let texts: Vec<String> = outcomes.iter().map(|(_, r)| r.text_content()).collect();
+        assert_eq!(texts[0], "beta: hi");
+        assert_eq!(texts[1], "alpha: yo");
+        assert!(texts[2].contains("unknown tool"), "{}", texts[2]);
+        let message = &format::results(Provider::Anthropic, &outcomes)[0];
+        assert_eq!(message["content"][2]["is_error"], true);
+        // An OpenAI Chat turn whose arguments are broken JSON: a tool error, not a panic.
+        let chat = json!({"choices": [{"message": {"tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "alpha__echo", "arguments": "{\"text\":"}}
+        ]}}]});
+        let calls = format::calls(Provider::OpenAiChat, &chat);
+        let (result, failure) = host.call(&calls[0]).await;
+        assert_eq!(result.is_error, Some(true));
+        assert!(matches!(failure, Some(CallFailure::InvalidArguments(_))));
+        // The dotted raw name is called under its own name.
+        let gemini = json!({"candidates": [{"content": {"parts": [
+            {"functionCall": {"name": "beta__dotted_name", "args": {"text": "x"}}}
+        ]}}]});
+        let calls = format::calls(Provider::Gemini, &gemini);
+        let outcomes = host.call_all(&calls).await;
+        assert_eq!(outcomes[0].1.text_content(), "dotted");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_that_goes_away_leaves_the_rest_usable() {
+    within(async {
+        let host = Host::new(clients(&["alpha", "beta"]).await);
+        host.refresh().await.expect("catalog");
+        assert!(host.clients().stop("beta").await);
+        let call = format::calls(
+            Provider::Anthropic,
+            &json!({"content": [{"type": "tool_use", "id": "t", "name": "beta__echo", "input": {"text": "x"}}]}),
+        );
+        let (result, failure) = host.call(&call[0]).await;
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(failure, Some(CallFailure::Unavailable("beta".into())));
+        // The next catalog leaves it out; alpha still answers.
+        let catalog = host.refresh().await.expect("catalog");
+        assert!(catalog.tools().iter().all(|t| t.server == "alpha"));
+        assert_eq!(catalog.generation, 2);
+        let call = format::calls(
+            Provider::Anthropic,
+            &json!({"content": [{"type": "tool_use", "id": "t", "name": "alpha__echo", "input": {"text": "x"}}]}),
+        );
+        assert_eq!(host.call(&call[0]).await.0.text_content(), "alpha: x");
+    })
+    .await;
+}
