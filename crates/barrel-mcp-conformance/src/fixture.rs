@@ -13,6 +13,7 @@ mod catalog;
 mod content;
 mod interaction;
 mod stateless;
+mod tasks;
 
 use std::time::Duration;
 
@@ -66,6 +67,7 @@ pub fn server() -> barrel_mcp::Result<Server> {
     let builder = content::content_tools(builder);
     let builder = interaction::interaction_tools(builder);
     let builder = stateless::stateless_tools(builder);
+    let builder = tasks::task_tools(builder);
     let builder = catalog::resources(builder);
     let builder = catalog::prompts(builder);
     builder.build()

@@ -8,6 +8,18 @@
 
 use serde_json::{Map, Value};
 
+/// The params field a 2026-07-28 request mirrors into its `Mcp-Name` header: `name` for
+/// `tools/call` and `prompts/get`, `uri` for `resources/read`, and `taskId` for the tasks
+/// extension's `tasks/get`, `tasks/update` and `tasks/cancel`. `None`: the method sends none.
+pub fn name_header_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    }
+}
+
 /// One annotated argument: the header's `{Name}` and the path of property names to the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderParam {

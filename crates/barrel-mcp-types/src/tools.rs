@@ -114,7 +114,8 @@ pub struct ToolAnnotations {
     pub open_world_hint: Option<bool>,
 }
 
-/// How a tool runs (2025-11-25 only).
+/// How a tool runs: whether it takes tasks. Sent to 2025-11-25 clients only; a server also
+/// reads it to decide which calls become tasks of the 2026-07-28 tasks extension.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolExecution {

@@ -32,6 +32,8 @@ pub mod request_state;
 mod session;
 mod session_handle;
 mod stateless;
+mod task_extension;
+mod task_input;
 mod tasks;
 mod typed;
 pub mod uri_template;

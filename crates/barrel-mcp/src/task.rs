@@ -23,6 +23,10 @@ pub use time::rfc3339;
 
 use base64::Engine as _;
 
+/// The identifier of the 2026-07-28 tasks extension, declared under `capabilities.extensions`
+/// by a client and a server that speak it.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// A fresh task id: 192 bits from the operating system, base64url (32 characters, valid in an
 /// `Mcp-Name` header).
 pub fn new_task_id() -> Result<String, crate::Error> {

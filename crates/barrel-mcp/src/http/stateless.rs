@@ -114,11 +114,7 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<(), ErrorObject> {
     if method_header.is_none() {
         return Err(mismatch("Mcp-Method header is required"));
     }
-    let named = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
+    let named = barrel_mcp_types::header_params::name_header_field(method);
     if let Some(field) = named {
         let expected = body
             .get("params")

@@ -126,6 +126,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Lets the 2026-07-28 task of the tool `name` start in its handler, when the handler calls
+    /// [`Ctx::start_task`], instead of before the handler runs. Until then the call is a plain
+    /// request, so the handler can first gather input in `input_required` rounds (what the
+    /// tasks extension recommends for input needed before the work starts). The tool must take
+    /// tasks (`execution.taskSupport`); without this, its task starts at once.
+    pub fn task_starts_in_handler(mut self, name: &str) -> Self {
+        self.registry.deferred_tasks.insert(name.to_owned());
+        self
+    }
+
     /// Adds a resource read by `handler`.
     pub fn resource<F, Fut>(mut self, resource: Resource, handler: F) -> Self
     where

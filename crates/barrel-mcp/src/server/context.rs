@@ -17,6 +17,7 @@ use super::Server;
 use super::input::InputMode;
 use super::session::Session;
 use super::session_handle::SessionHandle;
+use super::task_input::{TaskInput, TaskSlot};
 use crate::Error;
 use crate::auth::AuthInfo;
 use crate::peer::Peer;
@@ -125,6 +126,8 @@ struct Inner {
     progress_token: Option<ProgressToken>,
     input: InputMode,
     caller: Option<Arc<Caller>>,
+    /// Set when the call is, or may become, a 2026-07-28 task.
+    task: Option<Arc<TaskSlot>>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -160,7 +163,45 @@ impl Ctx {
                 progress_token,
                 input,
                 caller,
+                task: None,
             }),
+        }
+    }
+
+    /// Marks the call as one that is, or may become, a task. Only on a fresh context.
+    pub(crate) fn set_task_slot(&mut self, slot: Arc<TaskSlot>) {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.task = Some(slot);
+        } else {
+            debug_assert!(false, "set_task_slot on a shared context");
+        }
+    }
+
+    /// The 2026-07-28 task this call has become, if it has.
+    fn task(&self) -> Option<&Arc<TaskInput>> {
+        self.inner.task.as_ref().and_then(|slot| slot.task())
+    }
+
+    pub(crate) fn scope(&self) -> &Scope {
+        &self.inner.scope
+    }
+
+    /// Turns this tool call into a task now, when it can become one: the request is answered
+    /// with the task (`resultType: "task"`), and the rest of the handler runs as the task's work
+    /// (its questions then wait in the task for `tasks/update`). Returns `true` once the call
+    /// is a task, `false` when it cannot become one (the handler goes on as a plain request).
+    ///
+    /// A call becomes a task only in 2026-07-28, for a client that declared the
+    /// `io.modelcontextprotocol/tasks` extension on the request, and for a tool that takes
+    /// tasks (`execution.taskSupport`). Most such tools start their task before the handler
+    /// runs; a tool registered with [`ServerBuilder::task_starts_in_handler`] runs as a plain
+    /// request (gathering input in `input_required` rounds, say) until it calls this.
+    ///
+    /// [`ServerBuilder::task_starts_in_handler`]: super::ServerBuilder::task_starts_in_handler
+    pub async fn start_task(&self) -> crate::Result<bool> {
+        match &self.inner.task {
+            Some(slot) => slot.start().await,
+            None => Ok(false),
         }
     }
 
@@ -251,6 +292,15 @@ impl Ctx {
         total: Option<f64>,
         message: Option<&str>,
     ) -> crate::Result<()> {
+        if let Some(task) = self.task() {
+            // A 2026-07-28 task reports through its status message, never notifications.
+            let note = match (message, total) {
+                (Some(message), _) => message.to_owned(),
+                (None, Some(total)) => format!("{progress}/{total}"),
+                (None, None) => progress.to_string(),
+            };
+            return task.note(note).await;
+        }
         let Some(token) = &self.inner.progress_token else {
             return Ok(());
         };
@@ -286,7 +336,8 @@ impl Ctx {
                 .request_log_level
                 .is_some_and(|threshold| level >= threshold),
         };
-        if !wanted || self.is_cancelled() {
+        // A 2026-07-28 task sends no log messages (the request they would go with is over).
+        if !wanted || self.is_cancelled() || self.task().is_some() {
             return Ok(());
         }
         let params = log_params(level, logger, data)?;
@@ -345,6 +396,9 @@ impl Ctx {
     async fn ask(&self, key: Option<&str>, request: InputRequest) -> crate::Result<Value> {
         let caps = &self.inner.scope.client_capabilities;
         super::input::check_capability(&request, caps, self.inner.scope.is_stateless())?;
+        if let Some(task) = self.task() {
+            return task.ask(key, request, &self.inner.cancel).await;
+        }
         match &self.inner.input {
             InputMode::Session => {
                 let timeout = self.inner.server.config().client_request_timeout;

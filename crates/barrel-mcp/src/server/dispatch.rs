@@ -22,6 +22,7 @@ use super::invoke;
 use super::listen;
 use super::registry::{Collection, Keyed, Registry};
 use super::stateless;
+use super::task_extension;
 use super::tasks;
 use crate::peer::RequestContext;
 
@@ -91,7 +92,11 @@ async fn route(
             }
             invoke::call_tool(server, scope, Some(raw), cx).await
         }
+        ("tools/call", None) => task_extension::call(server, scope, params, cx).await,
         ("tools/call", _) => invoke::call_tool(server, scope, params, cx).await,
+        ("tasks/get", None) => task_extension::get(server, &scope, params, &cx).await,
+        ("tasks/update", None) => task_extension::update(server, &scope, params, &cx).await,
+        ("tasks/cancel", None) => task_extension::cancel(server, &scope, params, &cx).await,
         ("tasks/get", Some(_)) if core_tasks => tasks::get(server, &scope, params, &cx).await,
         ("tasks/result", Some(_)) if core_tasks => tasks::result(server, &scope, params, &cx).await,
         ("tasks/list", Some(_)) if core_tasks => tasks::list(server, &scope, params, &cx).await,

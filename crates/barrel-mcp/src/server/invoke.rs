@@ -11,12 +11,18 @@ use barrel_mcp_types::{
 };
 use serde_json::{Map, Value, json};
 
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
 use super::Server;
 use super::context::{Ctx, Scope};
 use super::dispatch::{decode, encode};
 use super::handler::{PromptArguments, ResourceRequest};
 use super::input::{InputMode, Rounds};
+use super::registry::ToolEntry;
 use super::request_state::{MAX_TOKEN_LEN, RequestState, params_digest};
+use super::task_extension::{self, TaskPlan};
 use crate::Error;
 use crate::auth::AuthInfo;
 use crate::peer::RequestContext;
@@ -182,6 +188,18 @@ pub(crate) async fn call_tool(
     raw: Option<Value>,
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
+    call_tool_as(server, scope, raw, cx, None).await
+}
+
+/// [`call_tool`], where the call is or may become a 2026-07-28 task (`plan`): the handler then
+/// runs on a task of its own and [`task_extension::run`] decides what the request answers.
+pub(crate) async fn call_tool_as(
+    server: &Server,
+    scope: Scope,
+    raw: Option<Value>,
+    cx: RequestContext,
+    plan: Option<TaskPlan>,
+) -> Result<Value, ErrorObject> {
     let raw = raw.unwrap_or_else(|| json!({}));
     let mut params: CallToolParams = decode(Some(raw.clone()))?;
     let entry = server
@@ -200,12 +218,43 @@ pub(crate) async fn call_tool(
         request_state: params.request_state.take(),
         input_responses: params.input_responses.take(),
     };
-    let (ctx, trip) = context(server, &scope, "tools/call", &raw, round, cx)?;
     let Value::Object(arguments) = arguments else {
         return Err(ErrorObject::internal("arguments are not an object"));
     };
-    let result = (entry.handler.0)(ctx.clone(), arguments).await;
-    let result = match settle(server, &ctx, trip, &raw, result)? {
+    let Some(plan) = plan else {
+        let (ctx, trip) = context(server, &scope, "tools/call", &raw, round, cx)?;
+        let result = (entry.handler.0)(ctx.clone(), arguments).await;
+        return finish_tool_call(server, &ctx, trip, &raw, &entry, &params.name, result);
+    };
+    // The work gets a token of its own: once the call is a task, it outlives this request.
+    let request_cancel = cx.cancel.clone();
+    let work_cancel = CancellationToken::new();
+    let work_cx = RequestContext {
+        cancel: work_cancel.clone(),
+        ..cx
+    };
+    let (mut ctx, trip) = context(server, &scope, "tools/call", &raw, round, work_cx)?;
+    ctx.set_task_slot(Arc::clone(&plan.slot));
+    let (runner, name) = (server.clone(), params.name.clone());
+    let work = async move {
+        let result = (entry.handler.0)(ctx.clone(), arguments).await;
+        finish_tool_call(&runner, &ctx, trip, &raw, &entry, &name, result)
+    };
+    task_extension::run(server, plan, work, request_cancel, work_cancel).await
+}
+
+/// A tool handler's outcome as the `tools/call` answer (or its `input_required` round).
+fn finish_tool_call(
+    server: &Server,
+    ctx: &Ctx,
+    trip: Option<RoundTrip>,
+    raw: &Value,
+    entry: &ToolEntry,
+    tool: &str,
+    result: crate::Result<CallToolResult>,
+) -> Result<Value, ErrorObject> {
+    let scope = ctx.scope();
+    let result = match settle(server, ctx, trip, raw, result)? {
         Outcome::InputRequired(value) => return Ok(value),
         Outcome::Done(result) => result,
     };
@@ -215,7 +264,7 @@ pub(crate) async fn call_tool(
         Err(Error::Tool(text)) => CallToolResult::error(text),
         Err(other) => {
             // Its text may name paths, hosts or queries: it stays in the server's log.
-            tracing::warn!(tool = %params.name, error = %other, "tool failed");
+            tracing::warn!(%tool, error = %other, "tool failed");
             CallToolResult::error(tool_failure(&other))
         }
     };
@@ -233,7 +282,7 @@ pub(crate) async fn call_tool(
             )));
         }
     }
-    encode(result, &scope)
+    encode(result, scope)
 }
 
 /// `resources/read`: a fixed resource first, then the first matching template. Not found is

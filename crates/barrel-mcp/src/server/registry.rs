@@ -4,7 +4,7 @@
 //! `*/list` answers are the same on every connection and every node. Each list counts its changes;
 //! the count is folded into pagination cursors so a cursor from before a change is refused.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use barrel_mcp_types::header_params::{HeaderParam, header_params};
@@ -178,12 +178,17 @@ pub(crate) struct Registry {
     pub(crate) prompt_completers: HashMap<(String, String), Completer>,
     /// Completers keyed by (URI template, variable name).
     pub(crate) template_completers: HashMap<(String, String), Completer>,
+    /// Tools whose 2026-07-28 task starts in their handler (`Ctx::start_task`).
+    pub(crate) deferred_tasks: HashSet<String>,
 }
 
 impl Registry {
     /// The capabilities this server advertises. Every list can change at run time, so
     /// `listChanged` is always on; subscriptions, completions and logging are always served.
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let takes_tasks = self.tools.iter().any(|entry| {
+            super::tasks::support(&entry.tool) != super::tasks::TaskSupport::Forbidden
+        });
         ServerCapabilities {
             tools: Some(ToolsCapability {
                 list_changed: Some(true),
@@ -197,18 +202,16 @@ impl Registry {
             }),
             completions: Some(JsonObject::new()),
             logging: Some(JsonObject::new()),
-            // The 2025-11-25 core tasks, when a tool takes them (other revisions drop it).
-            tasks: self
-                .tools
-                .iter()
-                .any(|entry| {
-                    super::tasks::support(&entry.tool) != super::tasks::TaskSupport::Forbidden
+            // The 2025-11-25 core tasks and the 2026-07-28 tasks extension, when a tool takes
+            // tasks (each revision keeps only its own).
+            tasks: takes_tasks.then(|| {
+                serde_json::json!({
+                    "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
                 })
-                .then(|| {
-                    serde_json::json!({
-                        "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
-                    })
-                }),
+            }),
+            extensions: takes_tasks.then(|| {
+                JsonObject::from_iter([(crate::task::EXTENSION.to_owned(), serde_json::json!({}))])
+            }),
             ..ServerCapabilities::default()
         }
     }

@@ -10,7 +10,7 @@ use barrel_mcp_types::meta::{
 };
 use barrel_mcp_types::{
     ClientCapabilities, DiscoverResult, ErrorCode, ErrorObject, Implementation, Meta,
-    ProtocolVersion,
+    ProtocolVersion, Shape,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -110,7 +110,12 @@ pub(crate) fn discover(server: &Server) -> Result<Value, ErrorObject> {
             .into_iter()
             .map(str::to_owned)
             .collect(),
-        capabilities: server.capabilities(),
+        capabilities: {
+            // What every stateless revision keeps (no `tasks` slot: that is the extension's).
+            let mut capabilities = server.capabilities();
+            capabilities.shape(ProtocolVersion::LATEST);
+            capabilities
+        },
         instructions: server.inner.instructions.clone(),
         ttl_ms: Some(server.config().cache_ttl_ms),
         cache_scope: Some(server.config().cache_scope),

@@ -23,6 +23,8 @@ use std::time::Duration;
 use barrel_mcp_types::meta::RELATED_TASK_KEY;
 use barrel_mcp_types::{CreateTaskResult, ErrorObject, TaskStatus, Tool};
 use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
@@ -62,6 +64,8 @@ pub(crate) struct Tasks {
     running: Mutex<HashMap<String, CancellationToken>>,
     /// Woken whenever a task ends.
     ended: tokio::sync::Notify,
+    /// The questions of this process's tasks waiting on `tasks/update`, by task and key.
+    waiting: Mutex<HashMap<String, HashMap<String, oneshot::Sender<Value>>>>,
 }
 
 impl Tasks {
@@ -70,16 +74,33 @@ impl Tasks {
             store,
             running: Mutex::new(HashMap::new()),
             ended: tokio::sync::Notify::new(),
+            waiting: Mutex::new(HashMap::new()),
         }
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    pub(crate) fn waiting(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, oneshot::Sender<Value>>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stops the work of task `id` if it runs here, and forgets its waiting questions.
+    pub(crate) fn stop(&self, id: &str) {
+        if let Some(token) = self.running().remove(id) {
+            token.cancel();
+        }
+        self.waiting().remove(id);
+        self.ended.notify_waiters();
+    }
 }
 
-/// Who a task belongs to: the authenticated principal, else the session.
-fn owner(scope: &Scope, cx: &RequestContext) -> String {
+/// Who a task belongs to: the authenticated principal, else the session (else, for an
+/// anonymous 2026-07-28 caller, whoever holds the unguessable id).
+pub(crate) fn owner(scope: &Scope, cx: &RequestContext) -> String {
     if let Some(info) = cx.caller.as_ref().and_then(|c| c.auth()) {
         return info.principal();
     }
@@ -146,21 +167,41 @@ pub(crate) async fn call_as_task(
         .await
         .map_err(|refusal| refusal.to_error_object())?;
     let cancel = CancellationToken::new();
-    tasks.running().insert(id.clone(), cancel.clone());
     let work_cx = RequestContext {
         id: cx.id.clone(),
         cancel: cancel.clone(),
         peer: cx.peer.clone(),
         caller: cx.caller.clone(),
     };
-    let (worker, runner) = (server.clone(), server.clone());
+    let runner = server.clone();
+    // The work on a task of its own: a panic in the handler fails the task (instead of leaving
+    // it working).
+    let work =
+        tokio::spawn(async move { invoke::call_tool(&runner, scope, Some(raw), work_cx).await });
+    watch(server, id, owner, Era::Sessions, cancel, work);
+    encode(&CreateTaskResult {
+        task: created,
+        meta: None,
+    })
+}
+
+/// Keeps the outcome of a task's `work` in the store, or stops the work when `cancel` fires
+/// (`tasks/cancel`); a late outcome after a cancel is refused by the record, not applied.
+pub(crate) fn watch(
+    server: &Server,
+    id: String,
+    owner: String,
+    era: Era,
+    cancel: CancellationToken,
+    mut work: JoinHandle<Result<Value, ErrorObject>>,
+) {
+    server
+        .inner
+        .tasks
+        .running()
+        .insert(id.clone(), cancel.clone());
+    let server = server.clone();
     tokio::spawn(async move {
-        // The work on a task of its own: a panic in the handler fails the task (instead of
-        // leaving it working), and a cancel stops it at once.
-        let mut work =
-            tokio::spawn(
-                async move { invoke::call_tool(&runner, scope, Some(raw), work_cx).await },
-            );
         let outcome = tokio::select! {
             joined = &mut work => Some(joined.unwrap_or_else(|_| {
                 Err(ErrorObject::internal("the task's work failed"))
@@ -170,28 +211,21 @@ pub(crate) async fn call_as_task(
                 None
             }
         };
-        let tasks = &worker.inner.tasks;
+        let tasks = &server.inner.tasks;
         tasks.running().remove(&id);
+        tasks.waiting().remove(&id);
         if let Some(outcome) = outcome {
             let outcome = match outcome {
                 Ok(result) => TaskOutcome::Result(result),
                 Err(error) => TaskOutcome::Error(error),
             };
             let finish = move |t: &mut TaskRecord| t.finish(outcome.clone());
-            if let Err(refusal) = tasks
-                .store
-                .update(&id, &owner, Era::Sessions, &finish)
-                .await
-            {
+            if let Err(refusal) = tasks.store.update(&id, &owner, era, &finish).await {
                 tracing::debug!(task = %id, ?refusal, "a task's outcome was not kept");
             }
         }
         tasks.ended.notify_waiters();
     });
-    encode(&CreateTaskResult {
-        task: created,
-        meta: None,
-    })
 }
 
 /// `tasks/get`: the task as it stands.
@@ -310,10 +344,7 @@ pub(crate) async fn cancel(
         .update(&id, &owner(scope, cx), Era::Sessions, &cancel)
         .await
         .map_err(|r| r.to_error_object())?;
-    if let Some(token) = tasks.running().remove(&id) {
-        token.cancel();
-    }
-    tasks.ended.notify_waiters();
+    tasks.stop(&id);
     debug_assert_eq!(record.status, TaskStatus::Cancelled);
     encode(&record.to_task())
 }

@@ -12,6 +12,7 @@ mod listing;
 mod local;
 mod resources_prompts;
 mod stateless;
+mod task_extension;
 mod tasks;
 mod tools;
 

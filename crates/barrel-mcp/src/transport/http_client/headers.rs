@@ -36,11 +36,7 @@ pub(super) fn modern(
         headers.insert(METHOD, method);
     }
     let params = request.params.as_ref();
-    let name_key = match request.method.as_str() {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
+    let name_key = barrel_mcp_types::header_params::name_header_field(&request.method);
     let name = name_key
         .and_then(|key| params?.get(key))
         .and_then(Value::as_str);

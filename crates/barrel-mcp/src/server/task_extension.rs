@@ -1,0 +1,278 @@
+//! Tasks in 2026-07-28: the `io.modelcontextprotocol/tasks` extension (SEP-2663).
+//!
+//! - Creation is server-directed: a `tools/call` to a tool that takes tasks, from a request that
+//!   declares the extension in its client capabilities, is answered with the task itself
+//!   (`resultType: "task"`, the task fields flat at the top), once the record is in the store
+//!   (so a `tasks/get` right after resolves). A tool whose task support is `required` refuses a
+//!   request without the extension with -32021 (naming the extension it needs); an `optional`
+//!   one runs as a plain call. A legacy `params.task` is ignored.
+//! - The task starts before the handler runs, or, for a tool registered with
+//!   `ServerBuilder::task_starts_in_handler`, when its handler calls `Ctx::start_task` (after
+//!   gathering input in `input_required` rounds, say); until then the call is a plain request.
+//! - `tasks/get` answers the `DetailedTask` (the result, error or questions inline),
+//!   `tasks/update` hands `inputResponses` to the handler's waiting questions, `tasks/cancel`
+//!   cancels (an ack, also for a task already finished). Each refuses a request that did not
+//!   declare the extension with -32021; an unknown task is -32602. `tasks/result` and
+//!   `tasks/list` do not exist in this era (-32601).
+//! - A tool error is `completed` (the result carries `isError`); only a JSON-RPC error (or a
+//!   panic) is `failed`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use barrel_mcp_types::{ErrorCode, ErrorObject};
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::Server;
+use super::context::Scope;
+use super::invoke;
+use super::task_input::{self, StartReply, TaskInput, TaskSlot};
+use super::tasks::{self, TaskSupport};
+use crate::peer::RequestContext;
+use crate::task::{EXTENSION, Era, Refused, StoreRefusal, TaskRecord, new_task_id};
+
+/// When a call's task starts.
+pub(crate) enum Start {
+    /// Before the handler runs.
+    Eager,
+    /// When the handler asks (`Ctx::start_task`); each ask arrives here.
+    Deferred(oneshot::Receiver<StartReply>),
+}
+
+/// A call that may become a task: its slot (shared with the handler's context), when it
+/// starts, and whose it will be.
+pub(crate) struct TaskPlan {
+    pub(crate) slot: Arc<TaskSlot>,
+    pub(crate) start: Start,
+    pub(crate) owner: String,
+}
+
+fn declared(scope: &Scope) -> bool {
+    scope.client_capabilities.supports_extension(EXTENSION)
+}
+
+/// -32021: the request needs the extension and did not declare it.
+fn missing_extension(what: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("{what} needs the {EXTENSION} extension, which the request did not declare"),
+    )
+    .with_data(json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } }))
+}
+
+/// A 2026-07-28 `tools/call`: as a task when the tool and the request allow it (see the
+/// module docs), else as a plain call.
+pub(crate) async fn call(
+    server: &Server,
+    scope: Scope,
+    params: Option<Value>,
+    cx: RequestContext,
+) -> Result<Value, ErrorObject> {
+    let name = params
+        .as_ref()
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let (support, deferred) = {
+        let registry = server.read_registry();
+        let support = registry
+            .tools
+            .get(name)
+            .map_or(TaskSupport::Forbidden, |e| tasks::support(&e.tool));
+        (support, registry.deferred_tasks.contains(name))
+    };
+    let plan = match (support, declared(&scope)) {
+        (TaskSupport::Forbidden, _) | (TaskSupport::Optional, false) => None,
+        (TaskSupport::Required, false) => {
+            return Err(missing_extension(&format!("the tool {name:?}")));
+        }
+        (_, true) => {
+            let owner = tasks::owner(&scope, &cx);
+            Some(if deferred {
+                let (asks, start) = oneshot::channel();
+                TaskPlan {
+                    slot: Arc::new(TaskSlot::deferred(asks)),
+                    start: Start::Deferred(start),
+                    owner,
+                }
+            } else {
+                TaskPlan {
+                    slot: Arc::new(TaskSlot::eager()),
+                    start: Start::Eager,
+                    owner,
+                }
+            })
+        }
+    };
+    invoke::call_tool_as(server, scope, params, cx, plan).await
+}
+
+/// Runs a tool call's `work` under `plan`: answers with the task once it exists, or with the
+/// call's own result when it ends first (a deferred start the handler never asked for).
+pub(crate) async fn run(
+    server: &Server,
+    plan: TaskPlan,
+    work: impl Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+    request_cancel: CancellationToken,
+    work_cancel: CancellationToken,
+) -> Result<Value, ErrorObject> {
+    let TaskPlan { slot, start, owner } = plan;
+    match start {
+        Start::Eager => {
+            let (created, id) = create(server, &slot, &owner).await?;
+            let work = tokio::spawn(work);
+            tasks::watch(server, id, owner, Era::Extension, work_cancel, work);
+            Ok(created)
+        }
+        Start::Deferred(mut asks) => {
+            let mut work = tokio::spawn(work);
+            tokio::select! {
+                joined = &mut work => joined.unwrap_or_else(|_| {
+                    Err(ErrorObject::internal("the tool's handler failed"))
+                }),
+                Ok(reply) = &mut asks => match create(server, &slot, &owner).await {
+                    Ok((created, id)) => {
+                        let _ = reply.send(Ok(()));
+                        tasks::watch(server, id, owner, Era::Extension, work_cancel, work);
+                        Ok(created)
+                    }
+                    Err(refusal) => {
+                        // The call cannot become a task: it fails as a whole.
+                        let _ = reply.send(Err(refusal.clone()));
+                        work.abort();
+                        Err(refusal)
+                    }
+                },
+                () = request_cancel.cancelled() => {
+                    work_cancel.cancel();
+                    work.abort();
+                    Err(ErrorObject::internal("the request was cancelled"))
+                }
+            }
+        }
+    }
+}
+
+/// Creates the task record (durably: the store has it when this returns) and hands the task to
+/// the handler's slot. Returns the `CreateTaskResult` and the task id.
+async fn create(
+    server: &Server,
+    slot: &TaskSlot,
+    owner: &str,
+) -> Result<(Value, String), ErrorObject> {
+    let limits = &server.config().task_limits;
+    let id = new_task_id().map_err(|e| ErrorObject::internal(e.to_string()))?;
+    let record = TaskRecord::new(
+        id.clone(),
+        owner,
+        Era::Extension,
+        Some(limits.ttl_for(None)),
+        limits.poll_interval,
+    );
+    let mut created = record.to_extension_task();
+    server
+        .inner
+        .tasks
+        .store
+        .create(record)
+        .await
+        .map_err(|refusal| refusal.to_error_object())?;
+    slot.set(Arc::new(TaskInput::new(
+        server.clone(),
+        id.clone(),
+        owner.to_owned(),
+    )));
+    created.insert("resultType".into(), json!("task"));
+    Ok((Value::Object(created), id))
+}
+
+fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
+    params
+        .and_then(|p| p.get("taskId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ErrorObject::invalid_params("invalid params: taskId is required"))
+}
+
+/// `tasks/get`: the `DetailedTask`.
+pub(crate) async fn get(
+    server: &Server,
+    scope: &Scope,
+    params: Option<Value>,
+    cx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    if !declared(scope) {
+        return Err(missing_extension("tasks/get"));
+    }
+    let id = task_id(params.as_ref())?;
+    let record = server
+        .inner
+        .tasks
+        .store
+        .get(&id, &tasks::owner(scope, cx), Era::Extension)
+        .await
+        .map_err(|r| r.to_error_object())?;
+    Ok(Value::Object(record.to_detailed_task()))
+}
+
+/// `tasks/update`: hands the answers to the task's waiting questions; an empty ack.
+pub(crate) async fn update(
+    server: &Server,
+    scope: &Scope,
+    params: Option<Value>,
+    cx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    if !declared(scope) {
+        return Err(missing_extension("tasks/update"));
+    }
+    let id = task_id(params.as_ref())?;
+    let responses = match params.as_ref().and_then(|p| p.get("inputResponses")) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(responses)) => responses.clone(),
+        Some(_) => {
+            return Err(ErrorObject::invalid_params(
+                "invalid params: inputResponses must be an object",
+            ));
+        }
+    };
+    let owner = tasks::owner(scope, cx);
+    // Unknown (or someone else's) task: -32602, before anything is delivered.
+    server
+        .inner
+        .tasks
+        .store
+        .get(&id, &owner, Era::Extension)
+        .await
+        .map_err(|r| r.to_error_object())?;
+    task_input::deliver(server, &id, &owner, responses).await?;
+    Ok(json!({}))
+}
+
+/// `tasks/cancel`: cancels the task and stops its work; an empty ack, also when the task had
+/// already finished.
+pub(crate) async fn cancel(
+    server: &Server,
+    scope: &Scope,
+    params: Option<Value>,
+    cx: &RequestContext,
+) -> Result<Value, ErrorObject> {
+    if !declared(scope) {
+        return Err(missing_extension("tasks/cancel"));
+    }
+    let id = task_id(params.as_ref())?;
+    let cancel = |t: &mut TaskRecord| t.cancel();
+    match server
+        .inner
+        .tasks
+        .store
+        .update(&id, &tasks::owner(scope, cx), Era::Extension, &cancel)
+        .await
+    {
+        Ok(_) | Err(StoreRefusal::Refused(Refused::Terminal)) => {}
+        Err(refusal) => return Err(refusal.to_error_object()),
+    }
+    server.inner.tasks.stop(&id);
+    Ok(json!({}))
+}

@@ -1,0 +1,220 @@
+//! A tool call on its way to becoming a task (the 2026-07-28 `io.modelcontextprotocol/tasks`
+//! extension), and the questions a task's handler asks.
+//!
+//! - [`TaskSlot`] travels in the handler's [`Ctx`](super::Ctx). It holds the task once it
+//!   exists, and, for a tool whose task starts in its handler, the way to ask the dispatcher to
+//!   start it ([`TaskSlot::start`], behind `Ctx::start_task`).
+//! - [`TaskInput`]: once the call is a task, a question parks the task: the question goes into
+//!   the task's `inputRequests` under a key unique over the task's life, the status becomes
+//!   `input_required`, and the handler waits. `tasks/update` ([`deliver`]) takes the key out
+//!   (the status goes back to `working` when no question is left) and then wakes the handler
+//!   with the answer. Unknown or already-answered keys are ignored.
+//!
+//! The waiting handlers live in this process (the record, with its questions, lives in the
+//! store): an answer reaches a task only on the node that runs its work.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use barrel_mcp_types::{ErrorObject, InputRequest, TaskStatus};
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::Server;
+use crate::Error;
+use crate::task::{Era, TaskRecord};
+
+/// The dispatcher's answer to a start request: the task exists, or why it could not be made.
+pub(crate) type StartReply = oneshot::Sender<Result<(), ErrorObject>>;
+
+/// A call that is, or may become, a task.
+pub(crate) struct TaskSlot {
+    task: OnceLock<Arc<TaskInput>>,
+    start: Mutex<Option<oneshot::Sender<StartReply>>>,
+}
+
+impl TaskSlot {
+    /// A slot whose task the dispatcher creates before the handler runs.
+    pub(crate) fn eager() -> Self {
+        Self {
+            task: OnceLock::new(),
+            start: Mutex::new(None),
+        }
+    }
+
+    /// A slot whose task starts when the handler asks, through `start`.
+    pub(crate) fn deferred(start: oneshot::Sender<StartReply>) -> Self {
+        Self {
+            task: OnceLock::new(),
+            start: Mutex::new(Some(start)),
+        }
+    }
+
+    /// Records the task, once created.
+    pub(crate) fn set(&self, task: Arc<TaskInput>) {
+        let _ = self.task.set(task);
+    }
+
+    /// The task, once it exists.
+    pub(crate) fn task(&self) -> Option<&Arc<TaskInput>> {
+        self.task.get()
+    }
+
+    /// Makes the call a task now: `true` once it is one, `false` when it cannot become one (the
+    /// caller then goes on as a plain request).
+    pub(crate) async fn start(&self) -> crate::Result<bool> {
+        if self.task.get().is_some() {
+            return Ok(true);
+        }
+        let Some(start) = self
+            .start
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return Ok(false);
+        };
+        let (reply, answer) = oneshot::channel();
+        if start.send(reply).is_err() {
+            return Ok(false);
+        }
+        match answer.await {
+            Ok(Ok(())) => Ok(true),
+            Ok(Err(error)) => Err(Error::Rpc(error)),
+            Err(_) => Err(Error::Cancelled),
+        }
+    }
+}
+
+/// The running task of a call: asks its questions through the task record.
+pub(crate) struct TaskInput {
+    server: Server,
+    id: String,
+    owner: String,
+    next_key: AtomicU32,
+}
+
+impl TaskInput {
+    pub(crate) fn new(server: Server, id: String, owner: String) -> Self {
+        Self {
+            server,
+            id,
+            owner,
+            next_key: AtomicU32::new(0),
+        }
+    }
+
+    /// Sets the task's status message (what progress becomes in a task).
+    pub(crate) async fn note(&self, message: String) -> crate::Result<()> {
+        let note = |t: &mut TaskRecord| {
+            if t.status.is_terminal() {
+                return Err(crate::task::Refused::Terminal);
+            }
+            t.status_message = Some(message.clone());
+            Ok(())
+        };
+        self.server
+            .inner
+            .tasks
+            .store
+            .update(&self.id, &self.owner, Era::Extension, &note)
+            .await
+            .map(drop)
+            .map_err(|refusal| Error::Rpc(refusal.to_error_object()))
+    }
+
+    /// Parks the task on `request` until `tasks/update` answers it, or `cancel` fires.
+    pub(crate) async fn ask(
+        &self,
+        key: Option<&str>,
+        request: InputRequest,
+        cancel: &CancellationToken,
+    ) -> crate::Result<Value> {
+        let key = match key {
+            Some(key) => key.to_owned(),
+            None => format!("i{}", self.next_key.fetch_add(1, Ordering::Relaxed)),
+        };
+        let question = serde_json::to_value(&request)?;
+        let tasks = &self.server.inner.tasks;
+        let (answer_to, answer) = oneshot::channel();
+        tasks
+            .waiting()
+            .entry(self.id.clone())
+            .or_default()
+            .insert(key.clone(), answer_to);
+        let park = |t: &mut TaskRecord| {
+            t.input_requests.insert(key.clone(), question.clone());
+            if t.status == TaskStatus::Working {
+                t.set_status(TaskStatus::InputRequired)?;
+            }
+            Ok(())
+        };
+        if let Err(refusal) = tasks
+            .store
+            .update(&self.id, &self.owner, Era::Extension, &park)
+            .await
+        {
+            forget(&self.server, &self.id, &key);
+            return Err(Error::Rpc(refusal.to_error_object()));
+        }
+        tokio::select! {
+            answered = answer => answered.map_err(|_| Error::Cancelled),
+            () = cancel.cancelled() => {
+                forget(&self.server, &self.id, &key);
+                Err(Error::Cancelled)
+            }
+        }
+    }
+}
+
+/// Drops a waiting question of this process.
+fn forget(server: &Server, id: &str, key: &str) {
+    let mut waiting = server.inner.tasks.waiting();
+    if let Some(keys) = waiting.get_mut(id) {
+        keys.remove(key);
+        if keys.is_empty() {
+            waiting.remove(id);
+        }
+    }
+}
+
+/// `tasks/update`: hands each answer whose key a handler of this process waits on to it, after
+/// taking the question out of the record (so a `tasks/get` after the ack no longer shows it).
+pub(crate) async fn deliver(
+    server: &Server,
+    id: &str,
+    owner: &str,
+    responses: Map<String, Value>,
+) -> Result<(), ErrorObject> {
+    let tasks = &server.inner.tasks;
+    for (key, answer) in responses {
+        let waiter = {
+            let mut waiting = tasks.waiting();
+            let waiter = waiting.get_mut(id).and_then(|keys| keys.remove(&key));
+            if waiting.get(id).is_some_and(HashMap::is_empty) {
+                waiting.remove(id);
+            }
+            waiter
+        };
+        let Some(waiter) = waiter else {
+            continue;
+        };
+        let answered = |t: &mut TaskRecord| {
+            t.input_requests.remove(&key);
+            if t.input_requests.is_empty() && t.status == TaskStatus::InputRequired {
+                t.set_status(TaskStatus::Working)?;
+            }
+            Ok(())
+        };
+        tasks
+            .store
+            .update(id, owner, Era::Extension, &answered)
+            .await
+            .map_err(|r| r.to_error_object())?;
+        // The handler may have stopped waiting (cancelled): nothing is lost.
+        let _ = waiter.send(answer);
+    }
+    Ok(())
+}
