@@ -10,6 +10,7 @@ process, and checks the JSON it prints (one `call` is also checked in readable f
 
 SURFACE names what the server offers:
     demo        the barrel-mcp demo (`barrel-mcp serve`) or scripts/interop/reference_server.py
+    barrel      the demo surface plus tools as tasks (`barrel-mcp serve` only)
     everything  npm @modelcontextprotocol/server-everything
 --protocol is passed through (`auto` by default); --expect-version is the revision
 `info` must report. --each-command-once keeps only the first check of each command
@@ -245,6 +246,25 @@ def demo_checks(cli: Cli, version: str) -> list[Check]:
     return checks
 
 
+def barrel_checks(cli: Cli, version: str) -> list[Check]:
+    """The demo surface, plus what only `barrel-mcp serve` has: tools run as tasks (the
+    2025-11-25 core tasks and the 2026-07-28 tasks extension)."""
+    checks = demo_checks(cli, version)
+    if version not in ("2025-11-25", "2026-07-28"):
+        return checks
+    check = lambda name: lambda fn: checks.append((name, fn))  # noqa: E731
+
+    @check("call countdown --task (status on stderr)")
+    def _() -> None:
+        run = cli("call", "countdown", '{"steps":3}', "--task", json_output=False)
+        expect(run.rc == 0 and run.out == "done\n", f"exit {run.rc}, stdout {run.out!r}")
+        statuses = [line for line in run.err.splitlines() if line.startswith("task ")]
+        expect(len(statuses) >= 2, f"task statuses on stderr {run.err[:300]!r}")
+        expect(statuses[-1].split(":")[1].strip() == "completed", f"last status {statuses[-1]!r}")
+
+    return checks
+
+
 def everything_checks(cli: Cli, version: str) -> list[Check]:
     """npm @modelcontextprotocol/server-everything."""
     checks: list[Check] = []
@@ -385,7 +405,7 @@ def everything_checks(cli: Cli, version: str) -> list[Check]:
     return checks
 
 
-SURFACES = {"demo": demo_checks, "everything": everything_checks}
+SURFACES = {"demo": demo_checks, "barrel": barrel_checks, "everything": everything_checks}
 
 
 def main() -> int:

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use barrel_mcp::client::{CallOptions, Client};
+use barrel_mcp::client::{CallOptions, Client, ToolTask};
 use barrel_mcp::transport::child::{ChildCommand, ChildProcess, StderrMode};
 use barrel_mcp::transport::http_client::{HttpClientTransport, LegacySseTransport};
 use barrel_mcp::types::{
@@ -71,8 +71,8 @@ pub(crate) enum ClientCommand {
         tool: String,
         /// The arguments, a JSON object.
         arguments: Option<String>,
-        /// Run it as a task (2025-11-25), showing its status until it ends. Tools that require
-        /// a task always run as one.
+        /// Run it as a task (2025-11-25, or the 2026-07-28 tasks extension), showing its status
+        /// until it ends. Tools that require a task always run as one.
         #[arg(long)]
         task: bool,
         #[command(flatten)]
@@ -352,55 +352,57 @@ async fn run_as_task(
     params: CallToolParams,
     quiet: bool,
 ) -> anyhow::Result<barrel_mcp::types::CallToolResult> {
-    let handle = client.start_tool_task(params, None).await?;
-    let say = |status: barrel_mcp::types::TaskStatus, message: Option<&str>| {
+    let handle = match client.start_tool_task(params, None).await? {
+        ToolTask::Started(handle) => handle,
+        ToolTask::Finished(result) => return Ok(result),
+    };
+    let id = handle.id().to_owned();
+    let last = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let said = std::sync::Arc::clone(&last);
+    let say = move |task: &barrel_mcp::types::Task| {
         use std::io::Write as _;
+        *said
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task.status);
         if quiet {
             return;
         }
-        let status = serde_json::to_value(status).unwrap_or_default();
+        let status = serde_json::to_value(task.status).unwrap_or_default();
         let status = status.as_str().unwrap_or("?");
-        let message = message.map(|m| format!(": {m}")).unwrap_or_default();
+        let message = task
+            .status_message
+            .as_deref()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
         // A closed stderr is no reason to stop the task's command.
-        let _ = writeln!(std::io::stderr(), "task {}: {status}{message}", handle.id());
+        let _ = writeln!(std::io::stderr(), "task {id}: {status}{message}");
     };
-    say(
-        handle.task().status,
-        handle.task().status_message.as_deref(),
-    );
-    let poll = Duration::from_millis(
-        handle
-            .task()
-            .poll_interval
-            .unwrap_or(1000)
-            .clamp(100, 10_000),
-    );
-    let result = handle.result();
-    tokio::pin!(result);
-    let mut last = (handle.task().status, handle.task().status_message.clone());
-    loop {
-        tokio::select! {
-            result = &mut result => {
-                let result = result?;
-                let ended = if result.is_error() {
-                    barrel_mcp::types::TaskStatus::Failed
-                } else {
-                    barrel_mcp::types::TaskStatus::Completed
-                };
-                say(ended, None);
-                return Ok(result);
-            }
-            () = tokio::time::sleep(poll) => {
-                if let Ok(now) = handle.status().await {
-                    let seen = (now.status, now.status_message.clone());
-                    if seen != last {
-                        say(seen.0, seen.1.as_deref());
-                    }
-                    last = seen;
-                }
-            }
-        }
+    say(handle.task());
+    let result = handle.result_with(say.clone()).await?;
+    // 2025-11-25 hands over the result without a last status change: say how it ended.
+    let seen_end = last
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .is_some_and(|status| status.is_terminal());
+    if !seen_end {
+        let mut ended = handle.task().clone();
+        ended.status = if result.is_error() {
+            barrel_mcp::types::TaskStatus::Failed
+        } else {
+            barrel_mcp::types::TaskStatus::Completed
+        };
+        ended.status_message = None;
+        say(&ended);
     }
+    Ok(result)
+}
+
+/// True when `error` is a 2026-07-28 server saying the call needs the tasks extension.
+fn needs_task(error: &barrel_mcp::Error) -> bool {
+    matches!(error, barrel_mcp::Error::Rpc(e)
+        if e.code == barrel_mcp::types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+            && e.data.as_ref().and_then(|d| d.pointer("/requiredCapabilities/extensions"))
+                .and_then(|x| x.get(barrel_mcp::task::EXTENSION)).is_some())
 }
 
 fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
@@ -471,7 +473,20 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             let result = if task || requires_task(client, &tool).await? {
                 run_as_task(client, params, json).await?
             } else {
-                with_progress(common, |options| client.call_tool_with(params, options)).await?
+                let plain = with_progress(common, |options| {
+                    client.call_tool_with(params.clone(), options)
+                })
+                .await;
+                match plain {
+                    // A 2026-07-28 tool that runs only as a task says so when called.
+                    Err(e)
+                        if client.supports_tool_tasks()
+                            && e.downcast_ref().is_some_and(needs_task) =>
+                    {
+                        run_as_task(client, params, json).await?
+                    }
+                    other => other?,
+                }
             };
             if json {
                 print_json(&result)?;

@@ -88,7 +88,7 @@ pub(crate) fn server() -> barrel_mcp::Result<Server> {
             Tool {
                 name: "countdown".into(),
                 description: Some(
-                    "Count down, reporting progress; may run as a task (2025-11-25)".into(),
+                    "Count down, reporting progress; may run as a task".into(),
                 ),
                 execution: Some(ToolExecution {
                     task_support: Some("optional".into()),

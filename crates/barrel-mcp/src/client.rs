@@ -69,7 +69,7 @@ pub use notification::ServerNotification;
 pub use options::{CallOptions, ProgressCallback};
 pub use pages::{Listing, Pager};
 pub use subscription::ResourceSubscription;
-pub use tasks::TaskHandle;
+pub use tasks::{TaskHandle, ToolTask};
 
 use crate::peer::Peer;
 use connect::Negotiated;

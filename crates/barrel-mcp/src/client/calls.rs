@@ -313,7 +313,7 @@ impl Client {
 
     /// Sends a request that may answer `input_required` (2026-07-28): answers each round through
     /// the handler and retries with a new id, `inputResponses` and the echoed `requestState`.
-    async fn call_with_input<P: Serialize, R: DeserializeOwned>(
+    pub(crate) async fn call_with_input<P: Serialize, R: DeserializeOwned>(
         &self,
         method: &str,
         params: &P,

@@ -105,7 +105,7 @@ fn prepare(
 
 /// Sends one request and returns its raw result. In 2026-07-28 (`envelope` given) the result's
 /// `resultType` must be `complete` (absent reads as complete), unless `allow_input` is set and
-/// it is `input_required`.
+/// it is `input_required`, or `task` for a request that declared the tasks extension.
 pub(crate) async fn send(
     peer: &Peer,
     envelope: Option<&Envelope>,
@@ -115,11 +115,13 @@ pub(crate) async fn send(
     allow_input: bool,
 ) -> Result<Value> {
     let params = prepare(params, envelope, options.meta.as_ref())?;
+    let may_be_task = allow_input && declares_tasks(params.as_ref());
     let result = request(peer, method, params, options).await?;
     if envelope.is_some() {
         match ResultType::of(&result) {
             ResultType::Complete => {}
             ResultType::InputRequired if allow_input => {}
+            ResultType::Other(other) if may_be_task && other == "task" => {}
             ResultType::InputRequired => {
                 return Err(Error::Protocol(format!(
                     "the server answered {method} with input_required, which only tools/call, \
@@ -134,6 +136,16 @@ pub(crate) async fn send(
         }
     }
     Ok(result)
+}
+
+/// True when the request's client capabilities declare the tasks extension.
+fn declares_tasks(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(CLIENT_CAPABILITIES_KEY))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(crate::task::EXTENSION))
+        .is_some()
 }
 
 /// The peer request, delivering progress to the call's callback while it waits.

@@ -149,6 +149,54 @@ async fn sampling_and_elicitation_round_trip_over_http() {
     server.stop().await;
 }
 
+/// A server with a tool that runs only as a task and asks the user's name on the way.
+fn task_server() -> barrel_mcp::server::Server {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    let tool = barrel_mcp::types::Tool {
+        name: "greet_later".into(),
+        execution: Some(barrel_mcp::types::ToolExecution {
+            task_support: Some("required".into()),
+        }),
+        ..barrel_mcp::types::Tool::default()
+    };
+    barrel_mcp::server::Server::builder()
+        .name("http-tasks", "1.0.0")
+        .tool_with(tool, |ctx: barrel_mcp::server::Ctx, _: NoArgs| async move {
+            let form = ElicitRequestParams::form("Your name?", JsonObject::new());
+            let answer = ctx.elicit(form).await?;
+            let name = answer.content.and_then(|c| c.get("name").cloned());
+            Ok(format!(
+                "Hello later, {}!",
+                name.and_then(|n| n.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            ))
+        })
+        .build()
+        .expect("server")
+}
+
+#[tokio::test]
+async fn a_2026_task_with_input_over_http() {
+    let mut server = TestServer::start_with(task_server(), HttpConfig::default()).await;
+    let transport = HttpClientTransport::new(&url(&server)).expect("url");
+    let client = within(
+        builder(Some(ProtocolVersion::V2026_07_28))
+            .handler(Answers)
+            .connect_http(transport),
+    )
+    .await
+    .expect("connect");
+    assert!(client.supports_tool_tasks());
+    // tasks/get and tasks/update carry `Mcp-Name: <taskId>`, which the server requires.
+    let result = within(client.call_tool_as_task(CallToolParams::new("greet_later")))
+        .await
+        .expect("the task ends");
+    assert_eq!(text(&result), "Hello later, Ada!");
+    client.close();
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn an_expired_session_is_initialized_again() {
     let config = HttpConfig {
