@@ -66,6 +66,8 @@ pub(crate) struct Tasks {
     ended: tokio::sync::Notify,
     /// The questions of this process's tasks waiting on `tasks/update`, by task and key.
     waiting: Mutex<HashMap<String, HashMap<String, oneshot::Sender<Value>>>>,
+    /// Set once the periodic purge of expired tasks runs.
+    purging: std::sync::OnceLock<()>,
 }
 
 impl Tasks {
@@ -75,7 +77,32 @@ impl Tasks {
             running: Mutex::new(HashMap::new()),
             ended: tokio::sync::Notify::new(),
             waiting: Mutex::new(HashMap::new()),
+            purging: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Starts forgetting expired tasks every `every`, once per server (on its first task, so
+    /// a server without tasks runs nothing). The purge stops when the store is dropped.
+    pub(crate) fn purge_every(&self, every: Duration) {
+        self.purging.get_or_init(|| {
+            let store = Arc::downgrade(&self.store);
+            let every = every.max(Duration::from_millis(10));
+            tokio::spawn(async move {
+                let mut ticks = tokio::time::interval(every);
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                ticks.tick().await;
+                loop {
+                    ticks.tick().await;
+                    let Some(store) = store.upgrade() else {
+                        return;
+                    };
+                    let purged = store.purge(std::time::SystemTime::now()).await;
+                    if purged > 0 {
+                        tracing::debug!(purged, "expired tasks forgotten");
+                    }
+                }
+            });
+        });
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
@@ -195,11 +222,9 @@ pub(crate) fn watch(
     cancel: CancellationToken,
     mut work: JoinHandle<Result<Value, ErrorObject>>,
 ) {
-    server
-        .inner
-        .tasks
-        .running()
-        .insert(id.clone(), cancel.clone());
+    let tasks = &server.inner.tasks;
+    tasks.purge_every(server.config().task_limits.purge_interval);
+    tasks.running().insert(id.clone(), cancel.clone());
     let server = server.clone();
     tokio::spawn(async move {
         let outcome = tokio::select! {
@@ -215,8 +240,15 @@ pub(crate) fn watch(
         tasks.running().remove(&id);
         tasks.waiting().remove(&id);
         if let Some(outcome) = outcome {
+            let limit = server.config().task_limits.max_result_bytes;
             let outcome = match outcome {
-                Ok(result) => TaskOutcome::Result(result),
+                Ok(result) => match serde_json::to_vec(&result).map(|bytes| bytes.len()) {
+                    Ok(size) if size <= limit => TaskOutcome::Result(result),
+                    Ok(size) => TaskOutcome::Error(ErrorObject::internal(format!(
+                        "the task's result is too large to keep ({size} bytes, at most {limit})"
+                    ))),
+                    Err(e) => TaskOutcome::Error(ErrorObject::internal(e.to_string())),
+                },
                 Err(error) => TaskOutcome::Error(error),
             };
             let finish = move |t: &mut TaskRecord| t.finish(outcome.clone());

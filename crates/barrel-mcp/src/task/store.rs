@@ -1,7 +1,7 @@
 //! Where tasks live: the [`TaskStore`] trait, and [`MemoryTaskStore`], the default.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use barrel_mcp_types::ErrorObject;
@@ -24,6 +24,11 @@ pub struct TaskLimits {
     pub default_ttl: Duration,
     /// The polling interval suggested to requestors. Default 1 s.
     pub poll_interval: Duration,
+    /// The largest result kept, in bytes of JSON; a larger one fails its task instead.
+    /// Default 4 MiB.
+    pub max_result_bytes: usize,
+    /// How often a server forgets the tasks whose TTL has passed. Default 30 s.
+    pub purge_interval: Duration,
 }
 
 impl Default for TaskLimits {
@@ -35,6 +40,8 @@ impl Default for TaskLimits {
             min_ttl: Duration::from_secs(1),
             default_ttl: Duration::from_secs(300),
             poll_interval: Duration::from_secs(1),
+            max_result_bytes: 4 * 1024 * 1024,
+            purge_interval: Duration::from_secs(30),
         }
     }
 }
@@ -125,6 +132,46 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Forgets the tasks expired at `now`; returns how many.
     fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize>;
+}
+
+/// A shared store is a store: keep an `Arc` to look into the one a server uses.
+impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
+    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreRefusal>> {
+        (**self).create(record)
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        era: Era,
+    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>> {
+        (**self).get(id, owner, era)
+    }
+
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        era: Era,
+        change: TaskChange<'a>,
+    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>> {
+        (**self).update(id, owner, era, change)
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: &'a str,
+        era: Era,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<TaskRecord>, StoreRefusal>> {
+        (**self).list(owner, era, after, limit)
+    }
+
+    fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize> {
+        (**self).purge(now)
+    }
 }
 
 /// Tasks in this process's memory (the default store).

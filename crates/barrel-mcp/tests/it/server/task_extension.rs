@@ -387,3 +387,58 @@ async fn a_task_lives_only_in_its_era() {
     let unknown = get(&modern, old_id).await.expect_err("not in 2026-07-28");
     assert_eq!(unknown.code.0, -32602);
 }
+
+#[tokio::test]
+async fn oversized_results_fail_and_expired_tasks_are_purged() {
+    use std::sync::Arc;
+
+    use barrel_mcp::server::ServerConfig;
+    use barrel_mcp::task::{MemoryTaskStore, TaskLimits};
+
+    let limits = TaskLimits {
+        max_result_bytes: 64,
+        default_ttl: Duration::from_millis(300),
+        min_ttl: Duration::from_millis(100),
+        purge_interval: Duration::from_millis(20),
+        ..TaskLimits::default()
+    };
+    let store = Arc::new(MemoryTaskStore::new(limits.clone()));
+    let server = Server::builder()
+        .name("limits", "1.0.0")
+        .config(ServerConfig {
+            task_limits: limits,
+            ..ServerConfig::default()
+        })
+        .task_store(Arc::clone(&store))
+        .tool_with(
+            with_support("big", "optional"),
+            |_: Ctx, _: Wait| async move { Ok("x".repeat(1_000)) },
+        )
+        .tool_with(
+            with_support("small", "optional"),
+            |_: Ctx, _: Wait| async move { Ok("ok".to_owned()) },
+        )
+        .build()
+        .expect("server");
+    let client = connect(&server);
+    let big = call(&client, "big", json!({})).await;
+    let done = until(&client, big["taskId"].as_str().expect("id"), "").await;
+    assert_eq!(done["status"], "failed");
+    assert!(
+        done["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("too large")),
+        "{done}"
+    );
+    let small = call(&client, "small", json!({})).await;
+    until(&client, small["taskId"].as_str().expect("id"), "").await;
+    assert_eq!(store.len(), 2);
+    // Past the TTL, the periodic purge forgets both without anyone asking for them.
+    for _ in 0..200 {
+        if store.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(store.is_empty(), "{} tasks left", store.len());
+}
