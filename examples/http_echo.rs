@@ -1,5 +1,6 @@
-//! A minimal Streamable HTTP server with one tool, `echo`: every revision (sessions and
-//! 2026-07-28), JSON or SSE answers, the legacy HTTP+SSE endpoint, and the default limits.
+//! A minimal Streamable HTTP server with one tool, `echo` (and `echo_task`, the same as a task):
+//! every revision (sessions and 2026-07-28), JSON or SSE answers, the legacy HTTP+SSE endpoint,
+//! and the default limits.
 //!
 //! Run it with `cargo run -p barrel-mcp-examples --example http_echo -- 127.0.0.1:8080`, then
 //! point a client at `http://127.0.0.1:8080/mcp`. `bench/run` uses it as barrel-mcp's side of
@@ -8,12 +9,17 @@
 //! With `ECHO_AUTH_HS256=<secret of 32 bytes or more>` every request needs a bearer JWT signed
 //! with that secret for the audience `http://ADDR/mcp` (`auth::server::JwtBearer`); with
 //! `ECHO_AUTH_TOKEN_FILE=<path>` as well, a token valid for a day is written there. The
-//! benchmark's `sse64-jwt` case measures what checking it costs.
+//! benchmark's `sse64-jwt` case measures what checking it costs, and `bench/cost task` what a
+//! task costs against a plain stateless call.
 
 use barrel_mcp::auth::jose::{Algorithm, SigningKey};
 use barrel_mcp::auth::server::{AuthConfig, JwtBearer};
 use barrel_mcp::http::{HttpConfig, StreamableHttp};
-use barrel_mcp::server::{Ctx, Server};
+use std::time::Duration;
+
+use barrel_mcp::server::{Ctx, Server, ServerConfig};
+use barrel_mcp::task::TaskLimits;
+use barrel_mcp::types::{Tool, ToolExecution};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -48,11 +54,32 @@ async fn main() -> barrel_mcp::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+    // A load test creates thousands of tasks a second: keep them briefly, and room for them.
+    let task_limits = TaskLimits {
+        max_tasks: 1_000_000,
+        default_ttl: Duration::from_secs(5),
+        ..TaskLimits::default()
+    };
     let server = Server::builder()
         .name("http-echo", "0.1.0")
+        .config(ServerConfig {
+            task_limits,
+            ..ServerConfig::default()
+        })
         .tool(
             "echo",
             "Send the message back",
+            |_: Ctx, args: EchoArgs| async move { Ok(args.message) },
+        )
+        .tool_with(
+            Tool {
+                name: "echo_task".into(),
+                description: Some("Send the message back, as a task".into()),
+                execution: Some(ToolExecution {
+                    task_support: Some("optional".into()),
+                }),
+                ..Tool::default()
+            },
             |_: Ctx, args: EchoArgs| async move { Ok(args.message) },
         )
         .build()?;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! loadgen wait URL                                   wait (≤30 s) until the port accepts
-//! loadgen calls URL --server S --case C [--stateless] [--conns N] [--accept A]
+//! loadgen calls URL --server S --case C [--stateless | --task] [--conns N] [--accept A]
 //!                   [--duration SECS] [--warmup SECS] [--pid PID] [--out FILE]
 //!                   [--header 'Name: value']...
 //! loadgen sessions URL --server S --case C [--conns N] [--duration SECS] [--warmup SECS] ...
@@ -36,6 +36,8 @@ struct Args {
     server: String,
     case: String,
     stateless: bool,
+    /// Each operation is a task of the tasks extension (`echo_task`, then `tasks/get`).
+    task: bool,
     conns: usize,
     accept: String,
     duration: Duration,
@@ -59,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
         server: "server".to_owned(),
         case: "case".to_owned(),
         stateless: false,
+        task: false,
         conns: 64,
         accept: "application/json, text/event-stream".to_owned(),
         duration: Duration::from_secs(10),
@@ -77,6 +80,10 @@ fn parse_args() -> Result<Args, String> {
     while let Some(flag) = it.next() {
         if flag == "--stateless" {
             args.stateless = true;
+            continue;
+        }
+        if flag == "--task" {
+            args.task = true;
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -153,6 +160,7 @@ async fn command(args: Args) -> Result<(), String> {
         "calls" | "sessions" => {
             let work = match (args.command.as_str(), args.stateless) {
                 ("sessions", _) => Work::Session,
+                _ if args.task => Work::Call(Mode::Task),
                 (_, true) => Work::Call(Mode::Stateless),
                 (_, false) => Work::Call(Mode::Session),
             };

@@ -15,12 +15,18 @@ pub const STATELESS_VERSION: &str = "2026-07-28";
 /// What the echo tool is asked to send back; a reply without it is an error.
 const MESSAGE: &str = "hello-bench";
 
-/// How requests are sent: inside a session, or stateless with the per-request envelope.
+/// How requests are sent: inside a session, or stateless with the per-request envelope, or
+/// stateless as a task of the tasks extension (`echo_task`: the call, then `tasks/get` until
+/// the task is completed, is one operation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Session,
     Stateless,
+    Task,
 }
+
+/// The `tasks/get` polls one task operation may make before it counts as an error.
+const MAX_TASK_POLLS: u32 = 1_000;
 
 /// Everything needed to build requests for one server.
 #[derive(Clone, Debug)]
@@ -101,13 +107,61 @@ impl Client {
         Ok(())
     }
 
+    /// A stateless request of the tasks extension (the extension declared).
+    fn task_request(&self, id: u64, method: &str, name: &str, params: &str) -> Vec<u8> {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{STATELESS_VERSION}","io.modelcontextprotocol/clientCapabilities":{{"extensions":{{"io.modelcontextprotocol/tasks":{{}}}}}},"io.modelcontextprotocol/clientInfo":{{"name":"loadgen","version":"0.0.0"}}}}}}}}"#
+        );
+        let headers = [
+            ("MCP-Protocol-Version", STATELESS_VERSION),
+            ("Mcp-Method", method),
+            ("Mcp-Name", name),
+        ];
+        self.post(&headers, &body)
+    }
+
+    /// `echo_task` as a task, then `tasks/get` until it is completed with the echo inline.
+    async fn call_task(&self, conn: &mut Conn, id: u64) -> Result<bool, String> {
+        let params = format!(r#""name":"echo_task","arguments":{{"message":"{MESSAGE}"}}"#);
+        let created = conn
+            .roundtrip(&self.task_request(id, "tools/call", "echo_task", &params))
+            .await
+            .map_err(|e| e.to_string())?;
+        let task_id = (created.status == 200)
+            .then(|| string_member(&created.body, b"\"taskId\":\""))
+            .flatten()
+            .ok_or_else(|| format!("no task: {}", describe(&created)))?;
+        let params = format!(r#""taskId":"{task_id}""#);
+        for _ in 0..MAX_TASK_POLLS {
+            let got = conn
+                .roundtrip(&self.task_request(id, "tasks/get", &task_id, &params))
+                .await
+                .map_err(|e| e.to_string())?;
+            if got.status != 200 || find(&got.body, b"\"error\"").is_some() {
+                return Err(describe(&got));
+            }
+            if find(&got.body, b"\"status\":\"completed\"").is_some() {
+                return if find(&got.body, MESSAGE.as_bytes()).is_some() {
+                    Ok(got.is_sse())
+                } else {
+                    Err(describe(&got))
+                };
+            }
+        }
+        Err(format!("task {task_id} did not complete in {MAX_TASK_POLLS} polls"))
+    }
+
     /// One `tools/call` of `echo`, checked; returns whether the reply was an SSE stream.
     pub async fn call(
         &self,
         conn: &mut Conn,
+        mode: Mode,
         session: Option<&str>,
         id: u64,
     ) -> Result<bool, String> {
+        if mode == Mode::Task {
+            return self.call_task(conn, id).await;
+        }
         let request = match session {
             Some(session) => {
                 let body = format!(
@@ -142,6 +196,13 @@ impl Client {
             Err(describe(&reply))
         }
     }
+}
+
+/// The JSON string that follows `prefix` in `body` (no escapes: ids are base64url).
+fn string_member(body: &[u8], prefix: &[u8]) -> Option<String> {
+    let start = find(body, prefix)? + prefix.len();
+    let len = body[start..].iter().position(|&b| b == b'"')?;
+    String::from_utf8(body[start..start + len].to_vec()).ok()
 }
 
 fn describe(reply: &Response) -> String {

@@ -130,7 +130,7 @@ async fn worker(client: Arc<Client>, work: Work, start: Instant, end: Instant) -
         };
         let t0 = Instant::now();
         let result = match work {
-            Work::Call(_) => client.call(c, session.as_deref(), id).await,
+            Work::Call(mode) => client.call(c, mode, session.as_deref(), id).await,
             Work::Session => match client.open_session(c).await {
                 Ok(s) => client.close_session(c, &s).await.map(|()| false),
                 Err(e) => Err(e),
@@ -161,7 +161,7 @@ async fn connect(client: &Client, work: Work) -> Result<(Conn, Option<String>), 
         .map_err(|e| format!("connect: {e}"))?;
     let session = match work {
         Work::Call(Mode::Session) => Some(client.open_session(&mut conn).await?),
-        Work::Call(Mode::Stateless) | Work::Session => None,
+        Work::Call(Mode::Stateless | Mode::Task) | Work::Session => None,
     };
     Ok((conn, session))
 }

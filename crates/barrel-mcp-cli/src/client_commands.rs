@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use barrel_mcp::client::{CallOptions, Client, ToolTask};
+use barrel_mcp::client::{CallOptions, Client, TaskHandle, ToolTask};
 use barrel_mcp::transport::child::{ChildCommand, ChildProcess, StderrMode};
 use barrel_mcp::transport::http_client::{HttpClientTransport, LegacySseTransport};
 use barrel_mcp::types::{
@@ -75,6 +75,10 @@ pub(crate) enum ClientCommand {
         /// until it ends. Tools that require a task always run as one.
         #[arg(long)]
         task: bool,
+        /// With `--task`: print the task as soon as it starts and leave it running (follow it
+        /// with `barrel-mcp task ID`).
+        #[arg(long, requires = "task")]
+        detach: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -121,6 +125,22 @@ pub(crate) enum ClientCommand {
         /// Values of other arguments, a JSON object of strings.
         #[arg(long, value_name = "JSON")]
         context: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List the tasks the server keeps for you (2025-11-25 `tasks/list`; the 2026-07-28
+    /// extension has no list).
+    Tasks(Common),
+    /// Show a task (`tasks/get`), cancel it (`--cancel`) or wait for its result (`--wait`).
+    Task {
+        /// The task id.
+        id: String,
+        /// Cancel the task.
+        #[arg(long, conflicts_with = "wait")]
+        cancel: bool,
+        /// Wait until the task ends and print its result.
+        #[arg(long)]
+        wait: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -203,8 +223,10 @@ impl ClientCommand {
             | Self::Templates(c)
             | Self::Prompts(c)
             | Self::Ping(c)
+            | Self::Tasks(c)
             | Self::Info(c) => c,
             Self::Call { common, .. }
+            | Self::Task { common, .. }
             | Self::Read { common, .. }
             | Self::Prompt { common, .. }
             | Self::Complete { common, .. } => common,
@@ -352,10 +374,17 @@ async fn run_as_task(
     params: CallToolParams,
     quiet: bool,
 ) -> anyhow::Result<barrel_mcp::types::CallToolResult> {
-    let handle = match client.start_tool_task(params, None).await? {
-        ToolTask::Started(handle) => handle,
-        ToolTask::Finished(result) => return Ok(result),
-    };
+    match client.start_tool_task(params, None).await? {
+        ToolTask::Started(handle) => run_task_handle(handle, quiet).await,
+        ToolTask::Finished(result) => Ok(result),
+    }
+}
+
+/// Waits for a task's result, its status on stderr whenever it changes.
+async fn run_task_handle(
+    handle: TaskHandle,
+    quiet: bool,
+) -> anyhow::Result<barrel_mcp::types::CallToolResult> {
     let id = handle.id().to_owned();
     let last = std::sync::Arc::new(std::sync::Mutex::new(None));
     let said = std::sync::Arc::clone(&last);
@@ -397,12 +426,46 @@ async fn run_as_task(
     Ok(result)
 }
 
+/// At most this many tasks are listed by `barrel-mcp tasks`.
+const MAX_LISTED_TASKS: usize = 10_000;
+
+/// One line about a task: id, status, message, creation time.
+fn describe_task(task: &barrel_mcp::types::Task) -> String {
+    let status = serde_json::to_value(task.status).unwrap_or_default();
+    let message = task.status_message.as_deref().unwrap_or_default();
+    format!(
+        "{:<34} {:<15} {}  {message}",
+        task.task_id,
+        status.as_str().unwrap_or("?"),
+        task.created_at
+    )
+    .trim_end()
+    .to_owned()
+}
+
 /// True when `error` is a 2026-07-28 server saying the call needs the tasks extension.
 fn needs_task(error: &barrel_mcp::Error) -> bool {
     matches!(error, barrel_mcp::Error::Rpc(e)
         if e.code == barrel_mcp::types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
             && e.data.as_ref().and_then(|d| d.pointer("/requiredCapabilities/extensions"))
                 .and_then(|x| x.get(barrel_mcp::task::EXTENSION)).is_some())
+}
+
+/// A tool result: JSON, or each content block readable (the structured content when there is
+/// no block).
+fn print_tool_result(result: &barrel_mcp::types::CallToolResult, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(result);
+    }
+    for block in &result.content {
+        out!("{}", describe(block));
+    }
+    if result.content.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        out!("{}", serde_json::to_string_pretty(structured)?);
+    }
+    Ok(())
 }
 
 fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
@@ -466,10 +529,27 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             tool,
             arguments,
             task,
+            detach,
             ..
         } => {
             let arguments = parse_object(arguments.as_deref(), "the tool arguments")?;
             let params = CallToolParams::new(&tool).with_arguments(arguments);
+            if detach {
+                return match client.start_tool_task(params, None).await? {
+                    ToolTask::Started(handle) if json => print_json(handle.task()),
+                    ToolTask::Started(handle) => {
+                        out!("{}", describe_task(handle.task()));
+                        Ok(())
+                    }
+                    ToolTask::Finished(result) => {
+                        print_tool_result(&result, json)?;
+                        if result.is_error() {
+                            return Err(fail(5, format!("the tool {tool} reported an error")));
+                        }
+                        Ok(())
+                    }
+                };
+            }
             let result = if task || requires_task(client, &tool).await? {
                 run_as_task(client, params, json).await?
             } else {
@@ -488,18 +568,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                     other => other?,
                 }
             };
-            if json {
-                print_json(&result)?;
-            } else {
-                for block in &result.content {
-                    out!("{}", describe(block));
-                }
-                if result.content.is_empty()
-                    && let Some(structured) = &result.structured_content
-                {
-                    out!("{}", serde_json::to_string_pretty(structured)?);
-                }
-            }
+            print_tool_result(&result, json)?;
             if result.is_error() {
                 return Err(fail(5, format!("the tool {tool} reported an error")));
             }
@@ -625,6 +694,46 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             for value in result.completion.values {
                 out!("{value}");
             }
+        }
+        ClientCommand::Tasks(_) => {
+            let mut tasks = Vec::new();
+            let mut cursor = None;
+            loop {
+                let page = client.list_tasks(cursor).await?;
+                tasks.extend(page.tasks);
+                match page.next_cursor {
+                    Some(next) if tasks.len() < MAX_LISTED_TASKS => cursor = Some(next),
+                    _ => break,
+                }
+            }
+            if json {
+                return print_json(&serde_json::json!({ "tasks": tasks }));
+            }
+            for task in &tasks {
+                out!("{}", describe_task(task));
+            }
+        }
+        ClientCommand::Task {
+            id, cancel, wait, ..
+        } => {
+            let handle = client.task(&id).await?;
+            if wait {
+                let result = run_task_handle(handle, json).await?;
+                print_tool_result(&result, json)?;
+                if result.is_error() {
+                    return Err(fail(5, format!("the task {id} ended with a tool error")));
+                }
+                return Ok(());
+            }
+            let task = if cancel {
+                handle.cancel().await?
+            } else {
+                handle.task().clone()
+            };
+            if json {
+                return print_json(&task);
+            }
+            out!("{}", describe_task(&task));
         }
         ClientCommand::Ping(_) => {
             let start = std::time::Instant::now();

@@ -641,3 +641,59 @@ fn login_stores_tokens_that_every_client_command_uses() {
     assert_eq!(code, Some(3));
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// Runs a client command against `url`; returns the exit code, stdout and stderr.
+fn client_at(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+        .args(args)
+        .args(["--url", url])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_detached_task_is_followed_waited_on_and_cancelled_by_id() {
+    let (_server, addr) = start_serve(std::iter::empty::<&str>());
+    let url = format!("http://{addr}/mcp");
+    let start = |steps: &str| {
+        let (code, out, err) = client_at(
+            &url,
+            &["call", "countdown", steps, "--task", "--detach", "--json"],
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let task: Value = serde_json::from_str(&out).expect("the task as JSON");
+        assert_eq!(task["status"], "working", "{task}");
+        task["taskId"].as_str().expect("an id").to_owned()
+    };
+    let id = start(r#"{"steps":3}"#);
+    let (code, out, _) = client_at(&url, &["task", &id]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with(&id), "{out}");
+    let (code, out, err) = client_at(&url, &["task", &id, "--wait"]);
+    assert_eq!((code, out.as_str()), (Some(0), "done\n"), "{err}");
+    assert!(err.contains(&format!("task {id}: completed")), "{err}");
+    let (code, out, _) = client_at(&url, &["task", &id, "--json"]);
+    assert_eq!(code, Some(0));
+    let done: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(done["status"], "completed");
+
+    let long = start(r#"{"steps":10}"#);
+    let (code, out, _) = client_at(&url, &["task", &long, "--cancel"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("cancelled"), "{out}");
+    // An id the server never gave out: a JSON-RPC error, exit 1.
+    let (code, _, err) = client_at(&url, &["task", "no-such-task"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("unknown task"), "{err}");
+    // The 2026-07-28 extension has no list; a 2025-11-25 session lists its own (none here).
+    let (code, _, err) = client_at(&url, &["tasks"]);
+    assert_ne!(code, Some(0), "{err}");
+    let (code, out, _) = client_at(&url, &["tasks", "--protocol", "2025-11-25"]);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+}

@@ -335,6 +335,29 @@ impl Client {
         }
     }
 
+    /// A handle to the task `id` this client's principal (or, in 2025-11-25, its session)
+    /// created earlier, as it stands now (`tasks/get`).
+    pub async fn task(&self, id: &str) -> Result<TaskHandle> {
+        let params = json!({ "taskId": id });
+        let (task, form) = if self.is_modern() {
+            let options = CallOptions::new().meta(self.tasks_meta());
+            let detailed: Value = self
+                .call_method("tasks/get", Some(params), &options)
+                .await?;
+            (extension_task(&detailed)?, Form::Extension)
+        } else {
+            let task: Task = self
+                .call_method("tasks/get", Some(params), &CallOptions::new())
+                .await?;
+            (task, Form::Core)
+        };
+        Ok(TaskHandle {
+            client: self.clone(),
+            task,
+            form,
+        })
+    }
+
     /// The tasks this client created that the server still keeps, a page at a time
     /// (`tasks/list`, 2025-11-25: the extension has no list).
     pub async fn list_tasks(&self, cursor: Option<String>) -> Result<ListTasksResult> {

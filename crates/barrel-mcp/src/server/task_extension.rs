@@ -42,11 +42,29 @@ pub(crate) enum Start {
 }
 
 /// A call that may become a task: its slot (shared with the handler's context), when it
-/// starts, and whose it will be.
+/// starts, and the authenticated principal it will belong to (`None`: anonymous).
 pub(crate) struct TaskPlan {
     pub(crate) slot: Arc<TaskSlot>,
     pub(crate) start: Start,
-    pub(crate) owner: String,
+    pub(crate) principal: Option<String>,
+}
+
+/// Who the task `id` belongs to: the authenticated principal; for an anonymous caller, the
+/// task alone (`anonymous:<id>`). Anonymous callers share no identity, so each anonymous task
+/// is its own owner: the unguessable id is the only handle, and the per-owner cap, meant for
+/// one principal, does not make every anonymous caller share 64 tasks.
+fn owner(principal: Option<&str>, id: &str) -> String {
+    match principal {
+        Some(principal) => principal.to_owned(),
+        None => format!("anonymous:{id}"),
+    }
+}
+
+fn principal(cx: &RequestContext) -> Option<String> {
+    cx.caller
+        .as_ref()
+        .and_then(|c| c.auth())
+        .map(crate::auth::AuthInfo::principal)
 }
 
 fn declared(scope: &Scope) -> bool {
@@ -89,19 +107,19 @@ pub(crate) async fn call(
             return Err(missing_extension(&format!("the tool {name:?}")));
         }
         (_, true) => {
-            let owner = tasks::owner(&scope, &cx);
+            let principal = principal(&cx);
             Some(if deferred {
                 let (asks, start) = oneshot::channel();
                 TaskPlan {
                     slot: Arc::new(TaskSlot::deferred(asks)),
                     start: Start::Deferred(start),
-                    owner,
+                    principal,
                 }
             } else {
                 TaskPlan {
                     slot: Arc::new(TaskSlot::eager()),
                     start: Start::Eager,
-                    owner,
+                    principal,
                 }
             })
         }
@@ -118,10 +136,15 @@ pub(crate) async fn run(
     request_cancel: CancellationToken,
     work_cancel: CancellationToken,
 ) -> Result<Value, ErrorObject> {
-    let TaskPlan { slot, start, owner } = plan;
+    let TaskPlan {
+        slot,
+        start,
+        principal,
+    } = plan;
+    let principal = principal.as_deref();
     match start {
         Start::Eager => {
-            let (created, id) = create(server, &slot, &owner).await?;
+            let (created, id, owner) = create(server, &slot, principal).await?;
             let work = tokio::spawn(work);
             tasks::watch(server, id, owner, Era::Extension, work_cancel, work);
             Ok(created)
@@ -132,8 +155,8 @@ pub(crate) async fn run(
                 joined = &mut work => joined.unwrap_or_else(|_| {
                     Err(ErrorObject::internal("the tool's handler failed"))
                 }),
-                Ok(reply) = &mut asks => match create(server, &slot, &owner).await {
-                    Ok((created, id)) => {
+                Ok(reply) = &mut asks => match create(server, &slot, principal).await {
+                    Ok((created, id, owner)) => {
                         let _ = reply.send(Ok(()));
                         tasks::watch(server, id, owner, Era::Extension, work_cancel, work);
                         Ok(created)
@@ -156,17 +179,18 @@ pub(crate) async fn run(
 }
 
 /// Creates the task record (durably: the store has it when this returns) and hands the task to
-/// the handler's slot. Returns the `CreateTaskResult` and the task id.
+/// the handler's slot. Returns the `CreateTaskResult`, the task id and its owner.
 async fn create(
     server: &Server,
     slot: &TaskSlot,
-    owner: &str,
-) -> Result<(Value, String), ErrorObject> {
+    principal: Option<&str>,
+) -> Result<(Value, String, String), ErrorObject> {
     let limits = &server.config().task_limits;
     let id = new_task_id().map_err(|e| ErrorObject::internal(e.to_string()))?;
+    let owner = owner(principal, &id);
     let record = TaskRecord::new(
         id.clone(),
-        owner,
+        owner.clone(),
         Era::Extension,
         Some(limits.ttl_for(None)),
         limits.poll_interval,
@@ -182,10 +206,10 @@ async fn create(
     slot.set(Arc::new(TaskInput::new(
         server.clone(),
         id.clone(),
-        owner.to_owned(),
+        owner.clone(),
     )));
     created.insert("resultType".into(), json!("task"));
-    Ok((Value::Object(created), id))
+    Ok((Value::Object(created), id, owner))
 }
 
 fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
@@ -211,7 +235,7 @@ pub(crate) async fn get(
         .inner
         .tasks
         .store
-        .get(&id, &tasks::owner(scope, cx), Era::Extension)
+        .get(&id, &owner(principal(cx).as_deref(), &id), Era::Extension)
         .await
         .map_err(|r| r.to_error_object())?;
     Ok(Value::Object(record.to_detailed_task()))
@@ -237,7 +261,7 @@ pub(crate) async fn update(
             ));
         }
     };
-    let owner = tasks::owner(scope, cx);
+    let owner = owner(principal(cx).as_deref(), &id);
     // Unknown (or someone else's) task: -32602, before anything is delivered.
     server
         .inner
@@ -267,7 +291,12 @@ pub(crate) async fn cancel(
         .inner
         .tasks
         .store
-        .update(&id, &tasks::owner(scope, cx), Era::Extension, &cancel)
+        .update(
+            &id,
+            &owner(principal(cx).as_deref(), &id),
+            Era::Extension,
+            &cancel,
+        )
         .await
     {
         Ok(_) | Err(StoreRefusal::Refused(Refused::Terminal)) => {}

@@ -125,9 +125,8 @@ impl Tasks {
     }
 }
 
-/// Who a task belongs to: the authenticated principal, else the session (else, for an
-/// anonymous 2026-07-28 caller, whoever holds the unguessable id).
-pub(crate) fn owner(scope: &Scope, cx: &RequestContext) -> String {
+/// Who a 2025-11-25 task belongs to: the authenticated principal, else the session.
+fn owner(scope: &Scope, cx: &RequestContext) -> String {
     if let Some(info) = cx.caller.as_ref().and_then(|c| c.auth()) {
         return info.principal();
     }

@@ -442,3 +442,13 @@ async fn oversized_results_fail_and_expired_tasks_are_purged() {
     }
     assert!(store.is_empty(), "{} tasks left", store.len());
 }
+
+#[tokio::test]
+async fn anonymous_callers_do_not_share_one_per_owner_cap() {
+    let client = connect(&server());
+    let per_owner = barrel_mcp::task::TaskLimits::default().max_per_owner;
+    for _ in 0..per_owner + 8 {
+        let created = call(&client, "slow", json!({"ms": 0})).await;
+        assert_eq!(created["resultType"], "task", "{created}");
+    }
+}
