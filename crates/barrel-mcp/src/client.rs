@@ -41,6 +41,7 @@
 //! (`notifications/cancelled`) and forgotten.
 
 mod builder;
+mod cache;
 mod calls;
 mod clients;
 mod connect;
@@ -95,6 +96,8 @@ struct Inner {
     events: broadcast::Sender<Event>,
     /// Set when the connection's task ends, with the HTTP failure that ended it, if any.
     ended: connect::Ended,
+    /// The 2026-07-28 response cache (shared with the dispatch, which invalidates it).
+    cache: Arc<cache::ResponseCache>,
 }
 
 impl Drop for Inner {

@@ -55,6 +55,9 @@ pub struct ClientConfig {
     pub keepalive: Option<Keepalive>,
     /// The JSON-RPC connection's limits (request timeout 60 s, maximum 10 min, ...).
     pub peer: PeerConfig,
+    /// Results kept by the 2026-07-28 response cache (list pages and resource reads, for the
+    /// `ttlMs` the server gave); 0 turns the cache off. Default 256.
+    pub response_cache_entries: usize,
 }
 
 impl Default for ClientConfig {
@@ -68,6 +71,7 @@ impl Default for ClientConfig {
             apply_elicitation_defaults: true,
             keepalive: None,
             peer: PeerConfig::default(),
+            response_cache_entries: 256,
         }
     }
 }

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::cache;
 use super::options::CallOptions;
 use super::{Client, input, request};
 use crate::{Error, Result};
@@ -102,8 +103,14 @@ impl Client {
         options: CallOptions,
     ) -> Result<ReadResourceResult> {
         self.require(self.capabilities().resources.is_some(), "resources")?;
-        self.call_with_input(names::RESOURCES_READ, &params, &options)
-            .await
+        let params = serde_json::to_value(&params)?;
+        let result = self
+            .cached_send(names::RESOURCES_READ, params, |params| async move {
+                self.call_with_input::<_, Value>(names::RESOURCES_READ, &params, &options)
+                    .await
+            })
+            .await?;
+        decode(names::RESOURCES_READ, result)
     }
 
     /// `prompts/get`.
@@ -282,6 +289,49 @@ impl Client {
         } else {
             Ok(())
         }
+    }
+
+    /// `send` through the 2026-07-28 response cache: a fresh cached result of the same request
+    /// is answered without sending; a result the server says may be cached is kept.
+    pub(crate) async fn cached_send<F, Fut>(
+        &self,
+        method: &'static str,
+        params: Value,
+        send: F,
+    ) -> Result<Value>
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: std::future::Future<Output = Result<Value>>,
+    {
+        let slot = self
+            .is_modern()
+            .then(|| cache::cacheable(method))
+            .flatten()
+            .map(|method| (method, cache::key(Some(&params))));
+        if let Some((method, key)) = &slot
+            && let Some(hit) = self.inner.cache.get(method, key, false)
+        {
+            return Ok(hit);
+        }
+        let result = send(params).await?;
+        if let Some((method, key)) = slot {
+            self.inner.cache.put(method, key, &result);
+        }
+        Ok(result)
+    }
+
+    /// A fresh cached result of `method` with `params` that the server marked `public`
+    /// (`cacheScope`), for a layer that serves many callers; `None` if there is none.
+    pub fn cached_public(&self, method: &str, params: &Value) -> Option<Value> {
+        let method = cache::cacheable(method)?;
+        self.inner
+            .cache
+            .get(method, &cache::key(Some(params)), true)
+    }
+
+    /// Forgets every cached result (the next request of each kind is sent).
+    pub fn clear_response_cache(&self) {
+        self.inner.cache.clear();
     }
 
     /// Sends one request in the connection's era and returns the raw result.

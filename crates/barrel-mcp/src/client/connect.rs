@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::builder::{ClientBuilder, VersionMode};
+use super::cache::ResponseCache;
 use super::dispatch::{self, Dispatch};
 use super::options::CallOptions;
 use super::request::{self, Envelope};
@@ -54,7 +55,9 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
     let (events, _) = broadcast::channel(64);
     let (queue, queue_rx) = mpsc::channel(config.notification_queue.max(1));
     tokio::spawn(dispatch::pump(queue_rx, Arc::clone(&builder.handler)));
+    let cache = Arc::new(ResponseCache::new(config.response_cache_entries));
     let dispatch = Arc::new(Dispatch {
+        cache: Arc::clone(&cache),
         handler: Arc::clone(&builder.handler),
         queue,
         events: events.clone(),
@@ -100,6 +103,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
             config,
             events,
             ended,
+            cache,
         }),
     };
     if let Some(keepalive) = client.inner.config.keepalive {

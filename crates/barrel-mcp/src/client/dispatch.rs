@@ -11,6 +11,7 @@ use barrel_mcp_types::{
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::cache::ResponseCache;
 use super::handler::{DynHandler, HandlerContext};
 use super::input;
 use super::notification::ServerNotification;
@@ -26,6 +27,8 @@ pub(crate) enum Event {
 }
 
 pub(crate) struct Dispatch {
+    /// Dropped from as notifications say what changed.
+    pub(crate) cache: Arc<ResponseCache>,
     pub(crate) handler: Arc<dyn DynHandler>,
     pub(crate) queue: mpsc::Sender<ServerNotification>,
     pub(crate) events: broadcast::Sender<Event>,
@@ -79,6 +82,8 @@ impl Handler for Dispatch {
     }
 
     fn on_notification(&self, notification: Notification, _peer: &Peer) {
+        self.cache
+            .invalidate(&notification.method, notification.params.as_ref());
         let notification = ServerNotification::parse(notification);
         let event = match &notification {
             ServerNotification::ResourceUpdated(p) => Some(Event::Updated(p.clone())),

@@ -128,8 +128,13 @@ impl Client {
         let (advertised, what) = L::advertised(self.capabilities());
         self.require(advertised, what)?;
         let params = serde_json::to_value(PaginatedParams { cursor, meta: None })?;
-        self.call_method(L::METHOD, Some(params), &CallOptions::new())
-            .await
+        let result = self
+            .cached_send(L::METHOD, params, |params| async move {
+                self.send(L::METHOD, Some(params), &CallOptions::new())
+                    .await
+            })
+            .await?;
+        super::calls::decode(L::METHOD, result)
     }
 
     /// A pager over every page of a listing.

@@ -4,6 +4,7 @@
 
 use crate::server::fixture;
 
+mod cache;
 mod child;
 mod eras;
 mod federation;
