@@ -14,6 +14,7 @@ use barrel_mcp_types::{
 };
 
 use super::completion::Completer;
+use super::custom::CustomRequests;
 use super::handler::{PromptHandler, ResourceHandler, ToolHandler};
 use super::uri_template::UriTemplate;
 use super::validation::{SchemaValidator, compile_input_schema};
@@ -178,6 +179,8 @@ pub(crate) struct Registry {
     pub(crate) prompt_completers: HashMap<(String, String), Completer>,
     /// Completers keyed by (URI template, variable name).
     pub(crate) template_completers: HashMap<(String, String), Completer>,
+    /// Custom requests and declared extensions.
+    pub(crate) custom: CustomRequests,
 }
 
 impl Registry {
@@ -209,6 +212,7 @@ impl Registry {
                         "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
                     })
                 }),
+            extensions: self.custom.extensions(),
             ..ServerCapabilities::default()
         }
     }
