@@ -53,6 +53,7 @@ mod notification;
 mod options;
 mod pages;
 mod request;
+mod skills;
 mod subscription;
 mod tasks;
 
@@ -68,6 +69,7 @@ pub use handler::{ClientHandler, HandlerContext, NoHandler};
 pub use notification::ServerNotification;
 pub use options::{CallOptions, ProgressCallback};
 pub use pages::{Listing, Pager};
+pub use skills::LoadedSkill;
 pub use subscription::ResourceSubscription;
 pub use tasks::TaskHandle;
 

@@ -349,7 +349,7 @@ impl ServerBuilder {
         self
     }
 
-    fn fail(&mut self, error: Error) {
+    pub(crate) fn fail(&mut self, error: Error) {
         self.error.get_or_insert(error);
     }
 
