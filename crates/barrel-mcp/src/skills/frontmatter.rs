@@ -557,15 +557,17 @@ fn typed(text: &str, number: usize) -> Result<Value, FrontmatterError> {
     if matches!(lower.trim_start_matches(['+', '-']), ".inf" | ".nan") {
         return error(number, "infinity and NaN have no JSON form");
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return integer(i64::from_str_radix(hex, 16).ok(), number);
-        }
+    if let Some(hex) = text.strip_prefix("0x")
+        && !hex.is_empty()
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return integer(i64::from_str_radix(hex, 16).ok(), number);
     }
-    if let Some(octal) = text.strip_prefix("0o") {
-        if !octal.is_empty() && octal.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
-            return integer(i64::from_str_radix(octal, 8).ok(), number);
-        }
+    if let Some(octal) = text.strip_prefix("0o")
+        && !octal.is_empty()
+        && octal.bytes().all(|b| (b'0'..=b'7').contains(&b))
+    {
+        return integer(i64::from_str_radix(octal, 8).ok(), number);
     }
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
