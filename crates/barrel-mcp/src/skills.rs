@@ -38,4 +38,5 @@ pub(crate) mod verify;
 pub use crate::client::LoadedSkill;
 pub use digest::digest;
 pub use source::{SkillsConfig, SkillsSource};
+pub(crate) use uri::encode_path;
 pub use verify::SkillPolicy;

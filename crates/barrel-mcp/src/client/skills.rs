@@ -9,9 +9,9 @@
 //! [`Error::Verification`] and the content is not returned.
 
 use barrel_mcp_types::skills::{
-    GetSkillParams, GetSkillResult, ListSkillsParams, ListSkillsResult, RESOURCES_DIRECTORY_READ,
-    ReadDirectoryParams, ReadDirectoryResult, SKILLS_EXTENSION, SKILLS_GET, SKILLS_LIST,
-    SkillEntry, SkillFile, SkillResources,
+    DIRECTORY_READ_SETTING, GetSkillParams, GetSkillResult, ListSkillsParams, ListSkillsResult,
+    RESOURCES_DIRECTORY_READ, ReadDirectoryParams, ReadDirectoryResult, SKILLS_EXTENSION,
+    SKILLS_GET, SKILLS_LIST, SkillEntry, SkillFile, SkillResources,
 };
 use barrel_mcp_types::{JsonObject, ReadResourceParams};
 
@@ -103,7 +103,7 @@ impl Client {
     ) -> Result<ReadDirectoryResult> {
         let declared = self
             .skills_settings()
-            .and_then(|s| s.get("directoryRead"))
+            .and_then(|s| s.get(DIRECTORY_READ_SETTING))
             .and_then(serde_json::Value::as_bool)
             == Some(true);
         if !declared {
@@ -217,7 +217,15 @@ impl LoadedSkill {
         let uri = if path.contains("://") {
             path.to_owned()
         } else {
-            format!("{root}/{}", path.trim_start_matches('/'))
+            let path = path.trim_start_matches('/');
+            let plain = format!("{root}/{path}");
+            // The entry's URIs are percent-encoded: `my notes.md` is listed as `my%20notes.md`.
+            let encoded = format!("{root}/{}", crate::skills::encode_path(path));
+            if self.files().iter().any(|f| f.uri == encoded) {
+                encoded
+            } else {
+                plain
+            }
         };
         let dynamic = matches!(self.entry.resources, SkillResources::Dynamic);
         if !dynamic && !self.files().iter().any(|f| f.uri == uri) {

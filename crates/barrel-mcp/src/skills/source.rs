@@ -74,14 +74,9 @@ impl Default for SkillsConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct SkillsSource {
-    origin: Origin,
+    folder: Option<PathBuf>,
+    files: Vec<(String, Vec<u8>)>,
     pub(crate) config: SkillsConfig,
-}
-
-#[derive(Debug, Clone)]
-enum Origin {
-    Folder(PathBuf),
-    Files(Vec<(String, Vec<u8>)>),
 }
 
 /// One file read from a source: its `/`-separated path relative to the source's root.
@@ -91,10 +86,12 @@ pub(crate) struct SourceFile {
 }
 
 impl SkillsSource {
-    /// The skills in the folder `path` (read when the server is built).
+    /// The skills in the folder `path` (read when the server is built). A file outside every
+    /// skill directory (a `README.md` at the top) is not served.
     pub fn folder(path: impl Into<PathBuf>) -> Self {
         Self {
-            origin: Origin::Folder(path.into()),
+            folder: Some(path.into()),
+            files: Vec::new(),
             config: SkillsConfig::default(),
         }
     }
@@ -102,17 +99,16 @@ impl SkillsSource {
     /// Skills given file by file with [`SkillsSource::file`] (embedded in the binary, generated).
     pub fn files() -> Self {
         Self {
-            origin: Origin::Files(Vec::new()),
+            folder: None,
+            files: Vec::new(),
             config: SkillsConfig::default(),
         }
     }
 
-    /// Adds a file at the `/`-separated `path` (`git-workflow/SKILL.md`). Only for a source made
-    /// with [`SkillsSource::files`]; on a folder source the file is ignored.
+    /// Adds a file at the `/`-separated `path` (`git-workflow/SKILL.md`), besides the folder's
+    /// files if this source has a folder (a path both give is refused).
     pub fn file(mut self, path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Self {
-        if let Origin::Files(files) = &mut self.origin {
-            files.push((path.into(), bytes.into()));
-        }
+        self.files.push((path.into(), bytes.into()));
         self
     }
 
@@ -129,14 +125,12 @@ impl SkillsSource {
             files: Vec::new(),
             total: 0,
         };
-        match &self.origin {
-            Origin::Folder(path) => reader.folder(path)?,
-            Origin::Files(files) => {
-                for (path, bytes) in files {
-                    check_path(path)?;
-                    reader.add(path.clone(), bytes.clone())?;
-                }
-            }
+        if let Some(folder) = &self.folder {
+            reader.folder(folder)?;
+        }
+        for (path, bytes) in &self.files {
+            check_path(path)?;
+            reader.add(path.clone(), bytes.clone())?;
         }
         reader.files.sort_by(|a, b| a.path.cmp(&b.path));
         if let Some(pair) = reader.files.windows(2).find(|w| w[0].path == w[1].path) {

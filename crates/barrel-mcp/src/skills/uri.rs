@@ -41,13 +41,24 @@ fn encode_segment(segment: &str, authority: bool, out: &mut String) {
 /// The URI of the `/`-separated relative `path` under `skill://`.
 pub(crate) fn skill_uri(path: &str) -> String {
     let mut uri = String::from("skill://");
+    encode_segments(path, true, &mut uri);
+    uri
+}
+
+/// A `/`-separated path with each segment percent-encoded, for use after a skill's root.
+pub(crate) fn encode_path(path: &str) -> String {
+    let mut out = String::new();
+    encode_segments(path, false, &mut out);
+    out
+}
+
+fn encode_segments(path: &str, first_is_authority: bool, out: &mut String) {
     for (i, segment) in path.split('/').enumerate() {
         if i > 0 {
-            uri.push('/');
+            out.push('/');
         }
-        encode_segment(segment, i == 0, &mut uri);
+        encode_segment(segment, first_is_authority && i == 0, out);
     }
-    uri
 }
 
 /// The MIME type of a file, from its extension; `text` says whether its bytes are UTF-8.

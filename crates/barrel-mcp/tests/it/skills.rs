@@ -485,10 +485,17 @@ fn scratch(name: &str) -> std::path::PathBuf {
 #[tokio::test]
 async fn a_folder_is_served_and_hidden_files_are_skipped() {
     let dir = scratch("folder");
-    let server = server(SkillsSource::folder(dir.join("skills")));
+    std::fs::write(dir.join("skills/git-workflow/notes/my notes.md"), "mine\n").expect("a note");
+    std::fs::write(dir.join("skills/README.md"), "not a skill file").expect("readme");
+    // Files given in memory join the folder's.
+    let source = SkillsSource::folder(dir.join("skills"))
+        .file("extra/SKILL.md", skill_md("extra", "Given in memory"));
+    let server = server(source);
     let client = client(&server).await;
     let entries = client.list_all_skills().await.expect("skills");
-    let files: Vec<_> = entries[0]
+    let names: Vec<_> = entries.iter().filter_map(SkillEntry::name).collect();
+    assert_eq!(names, ["extra", "git-workflow"]);
+    let files: Vec<_> = entries[1]
         .resources
         .files()
         .iter()
@@ -498,14 +505,21 @@ async fn a_folder_is_served_and_hidden_files_are_skipped() {
         files,
         [
             "skill://git-workflow/SKILL.md",
-            "skill://git-workflow/notes/branches.md"
+            "skill://git-workflow/notes/branches.md",
+            "skill://git-workflow/notes/my%20notes.md"
         ]
     );
-    let skill = client.load_skill(&entries[0]).await.expect("loads");
+    let skill = client.load_skill(&entries[1]).await.expect("loads");
     assert_eq!(
         skill.read("notes/branches.md").await.expect("note"),
         b"main only\n"
     );
+    assert_eq!(
+        skill.read("notes/my notes.md").await.expect("note"),
+        b"mine\n"
+    );
+    let resources = client.list_all_resources().await.expect("resources");
+    assert!(resources.iter().all(|r| !r.uri.contains("README")));
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -593,4 +607,34 @@ async fn custom_requests_answer_after_every_spec_method() {
             assert_eq!(declared["com.example/echo"], json!({}));
         }
     }
+}
+
+#[tokio::test]
+async fn a_nested_skill_is_listed_flat_and_its_files_belong_to_the_enclosing_one_too() {
+    let source = SkillsSource::files()
+        .file("outer/SKILL.md", skill_md("outer", "The enclosing skill"))
+        .file("outer/inner/SKILL.md", skill_md("inner", "A nested skill"))
+        .file("outer/inner/notes.md", "nested\n");
+    let client = client(&server(source)).await;
+    let entries = client.list_all_skills().await.expect("skills");
+    let uris: Vec<_> = entries.iter().map(|e| e.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        ["skill://outer/SKILL.md", "skill://outer/inner/SKILL.md"]
+    );
+    let outer: Vec<_> = entries[0]
+        .resources
+        .files()
+        .iter()
+        .map(|f| f.uri.as_str())
+        .collect();
+    assert_eq!(
+        outer,
+        [
+            "skill://outer/SKILL.md",
+            "skill://outer/inner/SKILL.md",
+            "skill://outer/inner/notes.md"
+        ]
+    );
+    assert_eq!(entries[1].resources.files().len(), 2);
 }
