@@ -28,7 +28,8 @@ pub struct SkillsConfig {
     /// The largest total size of everything read from the source (it is held in memory), in
     /// bytes. Default 64 MiB.
     pub max_total_bytes: u64,
-    /// The most files read from the source. Default 8192.
+    /// The most files read from the source; directories count too while a folder is walked.
+    /// Default 8192.
     pub max_files: usize,
     /// The most skills served. Default 1024.
     pub max_skills: usize,
@@ -124,6 +125,7 @@ impl SkillsSource {
             config: &self.config,
             files: Vec::new(),
             total: 0,
+            directories: 0,
         };
         if let Some(folder) = &self.folder {
             reader.folder(folder)?;
@@ -164,6 +166,8 @@ struct Reader<'a> {
     config: &'a SkillsConfig,
     files: Vec<SourceFile>,
     total: u64,
+    /// Directories walked so far (they count against `max_files` with the files).
+    directories: usize,
 }
 
 impl Reader<'_> {
@@ -182,7 +186,7 @@ impl Reader<'_> {
                 self.config.max_total_bytes
             )));
         }
-        if self.files.len() >= self.config.max_files {
+        if self.files.len() + self.directories >= self.config.max_files {
             return Err(refused(format!(
                 "more than {} files (SkillsConfig::max_files)",
                 self.config.max_files
@@ -240,9 +244,19 @@ impl Reader<'_> {
                 .file_type()
                 .map_err(|e| refused(format!("cannot stat {relative}: {e}")))?;
             if kind.is_dir() {
+                self.directories += 1;
+                if self.files.len() + self.directories > self.config.max_files {
+                    return Err(refused(format!(
+                        "more than {} files and directories (SkillsConfig::max_files)",
+                        self.config.max_files
+                    )));
+                }
                 self.directory(root, &path, &relative, depth + 1)?;
             } else if kind.is_file() {
-                let bytes = self.read_file(&path, &relative)?;
+                let (bytes, opened) = self.read_file(&path, &relative)?;
+                // The entry was a regular file when listed: refuse one swapped for a link (or
+                // anything else) before it was opened.
+                same_file(&entry, &opened, &relative)?;
                 self.add(relative, bytes)?;
             } else if kind.is_symlink() {
                 let target = fs::canonicalize(&path).map_err(|e| {
@@ -260,7 +274,7 @@ impl Reader<'_> {
                         "the symbolic link {relative} does not point to a regular file"
                     )));
                 }
-                let bytes = self.read_file(&target, &relative)?;
+                let (bytes, _) = self.read_file(&target, &relative)?;
                 self.add(relative, bytes)?;
             } else {
                 return Err(refused(format!(
@@ -271,15 +285,19 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Reads a regular file, never more than the limit (a file growing while read is caught).
-    fn read_file(&self, path: &Path, relative: &str) -> Result<Vec<u8>, Error> {
+    /// Reads a regular file, never more than the limit (a file growing while read is caught),
+    /// and returns what was read with the metadata of the file actually opened.
+    fn read_file(&self, path: &Path, relative: &str) -> Result<(Vec<u8>, fs::Metadata), Error> {
         let limit = self.config.max_file_bytes;
         let file =
             fs::File::open(path).map_err(|e| refused(format!("cannot open {relative}: {e}")))?;
-        let length = file
+        let metadata = file
             .metadata()
-            .map_err(|e| refused(format!("cannot stat {relative}: {e}")))?
-            .len();
+            .map_err(|e| refused(format!("cannot stat {relative}: {e}")))?;
+        if !metadata.is_file() {
+            return Err(refused(format!("{relative} is not a regular file")));
+        }
+        let length = metadata.len();
         if length > limit {
             return Err(refused(format!(
                 "{relative} is {length} bytes, more than the limit of {limit} (SkillsConfig::max_file_bytes)"
@@ -289,6 +307,27 @@ impl Reader<'_> {
         file.take(limit + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| refused(format!("cannot read {relative}: {e}")))?;
-        Ok(bytes)
+        Ok((bytes, metadata))
     }
+}
+
+/// Checks that the file opened is the one `entry` listed (same device and inode), so a file
+/// swapped for a symbolic link between the listing and the opening is refused.
+#[cfg(unix)]
+fn same_file(entry: &fs::DirEntry, opened: &fs::Metadata, relative: &str) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt as _;
+    let listed = entry
+        .metadata()
+        .map_err(|e| refused(format!("cannot stat {relative}: {e}")))?;
+    if (listed.dev(), listed.ino()) != (opened.dev(), opened.ino()) {
+        return Err(refused(format!(
+            "{relative} changed while the folder was read"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &fs::DirEntry, _: &fs::Metadata, _: &str) -> Result<(), Error> {
+    Ok(())
 }

@@ -520,6 +520,12 @@ async fn a_folder_is_served_and_hidden_files_are_skipped() {
     );
     let resources = client.list_all_resources().await.expect("resources");
     assert!(resources.iter().all(|r| !r.uri.contains("README")));
+    // Walking counts directories as well as files against the cap.
+    let capped = SkillsSource::folder(dir.join("skills")).config(SkillsConfig {
+        max_files: 3,
+        ..SkillsConfig::default()
+    });
+    assert!(build_error(capped).contains("max_files"));
     let _ = std::fs::remove_dir_all(dir);
 }
 
