@@ -44,6 +44,7 @@ mod builder;
 mod calls;
 mod clients;
 mod connect;
+mod custom;
 mod defaults;
 mod dispatch;
 mod handler;

@@ -6,7 +6,6 @@
 
 use barrel_mcp::Error;
 use barrel_mcp::client::Client;
-use barrel_mcp::peer::RequestOptions;
 use barrel_mcp::server::{Ctx, Server};
 use barrel_mcp::skills::{SkillPolicy, SkillsConfig, SkillsSource};
 use barrel_mcp::types::skills::{
@@ -575,43 +574,29 @@ async fn custom_requests_answer_after_every_spec_method() {
         .expect("server");
     for version in [None, Some(ProtocolVersion::V2025_11_25)] {
         let client = connect_to(&server, builder(version)).await;
+        let expected = client.protocol_version().as_str();
         let answer = client
-            .peer()
-            .request(
-                "com.example/echo",
-                Some(json!({ "text": "hi" })),
-                RequestOptions::default(),
-            )
-            .await;
-        // A raw peer request carries no 2026-07-28 envelope, so only the session answers it.
-        if version.is_some() {
-            let answer = answer.expect("echo");
-            assert_eq!(answer["echo"], "hi");
-            assert_eq!(answer["version"], "2025-11-25");
-            let failed = client
-                .peer()
-                .request(
-                    "com.example/echo",
-                    Some(json!({ "fail": true })),
-                    RequestOptions::default(),
-                )
-                .await
-                .unwrap_err();
-            assert_eq!(rpc_code(&failed), Some(-32602));
-            let unknown = client
-                .peer()
-                .request("com.example/none", None, RequestOptions::default())
-                .await
-                .unwrap_err();
-            assert_eq!(rpc_code(&unknown), Some(-32601));
-        } else {
-            let declared = client
-                .capabilities()
-                .extensions
-                .clone()
-                .expect("extensions");
-            assert_eq!(declared["com.example/echo"], json!({}));
-        }
+            .custom_request("com.example/echo", json!({ "text": "hi" }))
+            .await
+            .expect("echo");
+        assert_eq!(answer["echo"], "hi");
+        assert_eq!(answer["version"], expected);
+        let failed = client
+            .custom_request("com.example/echo", json!({ "fail": true }))
+            .await
+            .unwrap_err();
+        assert_eq!(rpc_code(&failed), Some(-32602));
+        let unknown = client
+            .custom_request("com.example/none", ())
+            .await
+            .unwrap_err();
+        assert_eq!(rpc_code(&unknown), Some(-32601));
+        // The declaration rides on the capabilities only where the revision has extensions.
+        let declared = client.capabilities().extensions.clone().unwrap_or_default();
+        assert_eq!(
+            declared.get("com.example/echo"),
+            version.is_none().then_some(&json!({}))
+        );
     }
 }
 
