@@ -152,6 +152,30 @@ pub(crate) fn check_file(file: &SkillFile, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// JSON equality where numbers compare by value: `1000` and `1000.0` are the same number (a
+/// YAML `1e3` is one or the other depending on the server's JSON encoder).
+fn same_value(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y)) => x == y,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_value(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
 /// Parses a `SKILL.md` and compares its front matter with the entry's, field by field.
 pub(crate) fn check_frontmatter(entry: &SkillEntry, text: &str) -> Result<JsonObject, Error> {
     let parsed =
@@ -159,7 +183,11 @@ pub(crate) fn check_frontmatter(entry: &SkillEntry, text: &str) -> Result<JsonOb
     let keys: std::collections::BTreeSet<&String> =
         parsed.keys().chain(entry.frontmatter.keys()).collect();
     for key in keys {
-        if parsed.get(key) != entry.frontmatter.get(key) {
+        let same = match (parsed.get(key), entry.frontmatter.get(key)) {
+            (Some(a), Some(b)) => same_value(a, b),
+            (a, b) => a == b,
+        };
+        if !same {
             return Err(failed(format!(
                 "{}: the front matter field {key:?} differs from the skill's entry",
                 entry.uri
@@ -167,4 +195,22 @@ pub(crate) fn check_frontmatter(entry: &SkillEntry, text: &str) -> Result<JsonOb
         }
     }
     Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_compare_by_value_and_everything_else_exactly() {
+        assert!(same_value(&json!(1000), &json!(1000.0)));
+        assert!(same_value(
+            &json!({"a": [1, 2.5]}),
+            &json!({"a": [1.0, 2.5]})
+        ));
+        assert!(!same_value(&json!(1), &json!("1")));
+        assert!(!same_value(&json!({"a": 1}), &json!({"a": 1, "b": null})));
+        assert!(!same_value(&json!([1]), &json!([1, 1])));
+    }
 }
