@@ -1,5 +1,6 @@
 //! The client commands: `tools`, `call`, `resources`, `read`, `templates`, `prompts`, `prompt`,
-//! `complete`, `ping` and `info`, each a thin call into [`barrel_mcp::client::Client`].
+//! `complete`, `skills`, `skill`, `ping` and `info`, each a thin call into
+//! [`barrel_mcp::client::Client`].
 //!
 //! Output is readable by default and JSON with `--json`. Progress goes to stderr. Exit codes
 //! follow the MCP Inspector CLI:
@@ -43,6 +44,7 @@ macro_rules! out {
         }
     }};
 }
+pub(crate) use out;
 
 /// Options every client command takes.
 #[derive(Debug, Clone, clap::Args)]
@@ -144,6 +146,19 @@ pub(crate) enum ClientCommand {
         #[command(flatten)]
         common: Common,
     },
+    /// List the server's skills (SEP-2640): name, number of files, description.
+    Skills(Common),
+    /// Load a skill by name (or SKILL.md URI), verify it against its entry and print it.
+    Skill {
+        /// The skill's name, or the URI of its SKILL.md.
+        name: String,
+        /// Also print this file of the skill (a path relative to the skill, verified too).
+        /// Repeatable.
+        #[arg(long = "file", value_name = "PATH")]
+        files: Vec<String>,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Check that the server answers.
     Ping(Common),
     /// Show the server's identity, revision, capabilities and instructions.
@@ -222,6 +237,7 @@ impl ClientCommand {
             | Self::Resources(c)
             | Self::Templates(c)
             | Self::Prompts(c)
+            | Self::Skills(c)
             | Self::Ping(c)
             | Self::Tasks(c)
             | Self::Info(c) => c,
@@ -229,6 +245,7 @@ impl ClientCommand {
             | Self::Task { common, .. }
             | Self::Read { common, .. }
             | Self::Prompt { common, .. }
+            | Self::Skill { common, .. }
             | Self::Complete { common, .. } => common,
         }
     }
@@ -468,7 +485,7 @@ fn print_tool_result(result: &barrel_mcp::types::CallToolResult, json: bool) -> 
     Ok(())
 }
 
-fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+pub(crate) fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     out!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
@@ -734,6 +751,10 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
                 return print_json(&task);
             }
             out!("{}", describe_task(&task));
+        }
+        ClientCommand::Skills(_) => crate::skill_commands::list(client, json).await?,
+        ClientCommand::Skill { name, files, .. } => {
+            crate::skill_commands::load(client, &name, &files, json).await?;
         }
         ClientCommand::Ping(_) => {
             let start = std::time::Instant::now();

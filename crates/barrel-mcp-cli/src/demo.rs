@@ -5,11 +5,14 @@
 //! (elicitation), `summarize` (sampling), `get_roots` (roots), `logo` (image content) and
 //! `fail` (a tool error); resources `demo://readme` and `demo://logo.png`; the template
 //! `demo://notes/{id}`; prompts `greet` and `code_review`; completions for `greet.style` and
-//! the template's `id`.
+//! the template's `id`; and the skill `git-workflow` (SEP-2640 skills extension), embedded in
+//! the binary from `skills/` of this crate, or the skills of a folder given with
+//! `serve --skills DIR`.
 
 use std::time::Duration;
 
 use barrel_mcp::server::{Completer, Ctx, Json, ResourceRequest, Server};
+use barrel_mcp::skills::SkillsSource;
 use barrel_mcp::types::{
     BlobResourceContents, CallToolResult, ContentBlock, CreateMessageParams, ElicitAction,
     ElicitRequestParams, GetPromptResult, LoggingLevel, Prompt, PromptArgument, PromptMessage,
@@ -74,8 +77,13 @@ struct SummarizeArgs {
 struct NoArgs {}
 
 /// Builds the demo server.
-pub(crate) fn server() -> barrel_mcp::Result<Server> {
+pub(crate) fn server(skills: Option<&std::path::Path>) -> barrel_mcp::Result<Server> {
+    let skills = match skills {
+        Some(folder) => SkillsSource::folder(folder),
+        None => demo_skills(),
+    };
     Server::builder()
+        .skills(skills)
         .name("barrel-mcp-demo", env!("CARGO_PKG_VERSION"))
         .instructions("A demo server: try the echo, add and countdown tools, and the greet prompt.")
         .tool("echo", "Send the message back", |_: Ctx, args: EchoArgs| async move {
@@ -227,4 +235,17 @@ async fn summarize(ctx: Ctx, args: SummarizeArgs) -> barrel_mcp::Result<String> 
         "Summary: {}",
         answer.text_content().unwrap_or_default()
     ))
+}
+
+/// The demo's skill, embedded from `skills/` of this crate.
+fn demo_skills() -> SkillsSource {
+    SkillsSource::files()
+        .file(
+            "git-workflow/SKILL.md",
+            include_str!("../skills/git-workflow/SKILL.md"),
+        )
+        .file(
+            "git-workflow/references/commit-messages.md",
+            include_str!("../skills/git-workflow/references/commit-messages.md"),
+        )
 }

@@ -11,6 +11,7 @@ mod hash_commands;
 mod login_commands;
 #[cfg(feature = "auth")]
 mod serve_auth;
+mod skill_commands;
 mod target;
 mod terminal;
 
@@ -43,6 +44,10 @@ enum Command {
         /// Serve over stdin/stdout (newline-delimited JSON-RPC).
         #[arg(long, conflicts_with = "http")]
         stdio: bool,
+        /// Serve the skills of this folder (each a directory with a SKILL.md) instead of the
+        /// demo's own skill.
+        #[arg(long, value_name = "DIR")]
+        skills: Option<std::path::PathBuf>,
         /// The longest accepted line on stdio, in bytes.
         #[arg(long, default_value_t = 4 * 1024 * 1024)]
         max_line: usize,
@@ -114,6 +119,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Login(command) => login_commands::run(&runtime, command),
         Command::Serve {
             stdio,
+            skills,
             max_line,
             http,
             allow_hosts,
@@ -134,9 +140,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     None
                 };
                 let tls = tls_cert.zip(tls_key);
-                return serve_http(&runtime, addr, allow_hosts, allow_origins, tls, auth);
+                return serve_http(
+                    &runtime,
+                    addr,
+                    allow_hosts,
+                    allow_origins,
+                    tls,
+                    auth,
+                    skills.as_deref(),
+                );
             }
-            let server = demo::server().context("building the demo server")?;
+            let server = demo::server(skills.as_deref()).context("building the demo server")?;
             let transport =
                 barrel_mcp::transport::stdio::StdioTransport::stdio().max_line_length(max_line);
             runtime
@@ -156,6 +170,7 @@ fn serve_http(
     allowed_origins: Vec<String>,
     tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     auth: Option<AuthConfig>,
+    skills: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     use barrel_mcp::http::{HttpConfig, StreamableHttp};
     #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
@@ -171,7 +186,7 @@ fn serve_http(
     #[cfg(not(feature = "auth"))]
     let _ = auth;
     config.check_bind(addr).map_err(anyhow::Error::msg)?;
-    let server = demo::server().context("building the demo server")?;
+    let server = demo::server(skills).context("building the demo server")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -253,6 +268,7 @@ fn serve_http(
     _allowed_origins: Vec<String>,
     _tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     _auth: Option<AuthConfig>,
+    _skills: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     anyhow::bail!("this build has no HTTP server (feature `http-server`); use `serve --stdio`")
 }

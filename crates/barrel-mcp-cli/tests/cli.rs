@@ -176,6 +176,64 @@ fn client_commands_drive_the_demo_server() {
 }
 
 #[test]
+fn skills_are_listed_and_loaded_verified() {
+    let (code, out, err) = client(&["skills"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("git-workflow     2   Branch, commit"),
+        "{out}"
+    );
+    let (code, out, err) = client(&[
+        "skill",
+        "git-workflow",
+        "--file",
+        "references/commit-messages.md",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with("# git-workflow (skill://git-workflow/SKILL.md), verified"),
+        "{out}"
+    );
+    assert!(
+        out.contains("name: git-workflow") && out.contains("# Commit messages"),
+        "{out}"
+    );
+    let (code, out, _) = client(&["skill", "skill://git-workflow/SKILL.md", "--json"]);
+    assert_eq!(code, Some(0));
+    let loaded: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(loaded["skill"]["frontmatter"]["name"], "git-workflow");
+    let (code, _, err) = client(&["skill", "nope"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no skill named \"nope\""), "{err}");
+    // A file the skill's entry does not list is refused without being read.
+    let (code, _, err) = client(&["skill", "git-workflow", "--file", "../../etc/passwd"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("verification failed"), "{err}");
+
+    // `serve --skills DIR` serves a folder instead (this crate's own skills folder).
+    let bin = env!("CARGO_BIN_EXE_barrel-mcp");
+    let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/skills");
+    let output = Command::new(bin)
+        .args([
+            "skills", "--json", "--", bin, "serve", "--stdio", "--skills", folder,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs");
+    assert!(output.status.success());
+    let listed: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(listed["skills"][0]["uri"], "skill://git-workflow/SKILL.md");
+    // A folder that is not one makes `serve` fail before it serves anything.
+    let output = Command::new(bin)
+        .args(["serve", "--stdio", "--skills", "/nonexistent/skills"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot open the folder"));
+}
+
+#[test]
 fn client_commands_speak_every_revision_and_json() {
     for version in [
         "2024-11-05",

@@ -3,7 +3,8 @@
 //! The suite (`@modelcontextprotocol/conformance`, server mode) calls tools, reads resources and
 //! gets prompts by fixed names and checks the answers. This module serves all of them, for the
 //! sessionful revisions (2025-06-18, 2025-11-25) and for the stateless 2026-07-28 scenarios
-//! (input rounds, list-change triggers, header-mapped parameters). Everything goes through the
+//! (input rounds, list-change triggers, header-mapped parameters), and the skills extension
+//! (SEP-2640) scenarios. Everything goes through the
 //! public server API; nothing here knows which transport carries a request.
 //!
 //! The fixtures are tables, one builder call per tool, resource or prompt, each matching a
@@ -12,6 +13,7 @@
 mod catalog;
 mod content;
 mod interaction;
+mod skills;
 mod stateless;
 mod tasks;
 
@@ -70,6 +72,7 @@ pub fn server() -> barrel_mcp::Result<Server> {
     let builder = tasks::task_tools(builder);
     let builder = catalog::resources(builder);
     let builder = catalog::prompts(builder);
+    let builder = skills::skills(builder);
     builder.build()
 }
 

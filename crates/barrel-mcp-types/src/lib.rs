@@ -37,6 +37,7 @@ pub mod resources;
 pub mod roots;
 pub mod sampling;
 pub mod shape;
+pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod version;

@@ -45,6 +45,7 @@ mod cache;
 mod calls;
 mod clients;
 mod connect;
+mod custom;
 mod defaults;
 mod dispatch;
 mod handler;
@@ -54,6 +55,7 @@ mod notification;
 mod options;
 mod pages;
 mod request;
+mod skills;
 mod subscription;
 mod tasks;
 
@@ -69,6 +71,7 @@ pub use handler::{ClientHandler, HandlerContext, NoHandler};
 pub use notification::ServerNotification;
 pub use options::{CallOptions, ProgressCallback};
 pub use pages::{Listing, Pager};
+pub use skills::LoadedSkill;
 pub use subscription::ResourceSubscription;
 pub use tasks::{TaskHandle, ToolTask};
 

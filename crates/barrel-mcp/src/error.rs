@@ -55,6 +55,11 @@ pub enum Error {
     /// reached. The connection is closed.
     #[error("{0}")]
     Http(HttpError),
+    /// Content a server sent does not match what it promised: a skill file whose size,
+    /// digest or front matter differs from the skill's entry, a file the entry does not list,
+    /// or an entry that breaks the skills extension's rules. The content is not used.
+    #[error("verification failed: {0}")]
+    Verification(String),
     /// Getting a credential failed: OAuth discovery, registration or a grant went wrong, an
     /// authorization server's answer did not pass a check, or the user declined. Nothing was
     /// sent to the MCP server with a credential from it.
@@ -114,6 +119,11 @@ impl Error {
     /// getting one failed ([`Error::Auth`]).
     pub fn is_auth(&self) -> bool {
         matches!(self, Self::Http(e) if e.is_auth()) || matches!(self, Self::Auth(_))
+    }
+
+    /// True when content failed verification against what the server promised.
+    pub fn is_verification(&self) -> bool {
+        matches!(self, Self::Verification(_))
     }
 
     /// The HTTP failure, when this is one.

@@ -41,6 +41,7 @@
 //! | [`auth`] | who is calling and what they may do: [`auth::AuthInfo`], authenticators (feature `auth`) |
 //! | [`client`] | the client: typed calls in every revision, a handler for what servers ask, federation |
 //! | [`server`] | the registry, handlers and [`server::Ctx`], served in both protocol eras |
+//! | [`skills`] | the skills extension (SEP-2640): serve a folder of skills, load them verified |
 //! | [`peer`] | the JSON-RPC engine every role runs on |
 //! | [`task`] | the task model (both wire forms) and the task store |
 //! | [`transport`] | in-memory, stdio and child-process transports; the HTTP client transports |
@@ -81,6 +82,7 @@ pub mod host;
 pub mod http;
 pub mod peer;
 pub mod server;
+pub mod skills;
 pub mod task;
 pub mod transport;
 

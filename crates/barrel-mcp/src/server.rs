@@ -20,6 +20,7 @@ mod completion;
 mod connection;
 mod context;
 pub mod cursor;
+mod custom;
 mod dispatch;
 mod events;
 mod handler;
@@ -54,6 +55,7 @@ use crate::transport::Transport;
 pub use builder::ServerBuilder;
 pub use completion::{Completer, CompletionRequest};
 pub use context::{Ctx, KeyedInput};
+pub use custom::RequestHandler;
 use events::ServerEvent;
 pub use handler::{
     IntoToolResult, Json, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest,

@@ -179,6 +179,14 @@ async fn run(client: &Client, scenario: &str, context: &Value) -> anyhow::Result
             let schema = Value::Object(focal.input_schema.clone());
             call(client, &echo.name, json!({ "schema": schema })).await?;
         }
+        // SEP-2640: a host lists skills without fetching any file; the others load each skill
+        // (its SKILL.md, verified against the entry) and then read its files, verified too.
+        "sep-2640-client-no-prefetch" => {
+            skills(client, false).await?;
+        }
+        other if other.starts_with("sep-2640-") => {
+            skills(client, true).await?;
+        }
         "http-standard-headers" => {
             for tool in &tools {
                 call(client, &tool.name, sample_arguments(tool)).await?;
@@ -204,6 +212,35 @@ async fn run(client: &Client, scenario: &str, context: &Value) -> anyhow::Result
         _ => {
             for tool in &tools {
                 call(client, &tool.name, sample_arguments(tool)).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lists the server's skills; with `load`, loads each one and reads its files. A skill that
+/// fails verification is reported and left unloaded (that is the expected outcome of a
+/// tampered skill), never read further.
+async fn skills(client: &Client, load: bool) -> anyhow::Result<()> {
+    let entries = client.list_all_skills().await.context("skills/list")?;
+    for entry in &entries {
+        eprintln!("skill {} ({})", entry.name().unwrap_or("?"), entry.uri);
+        if !load {
+            continue;
+        }
+        let skill = match client.load_skill(entry).await {
+            Ok(skill) => skill,
+            Err(e) if e.is_verification() => {
+                eprintln!("refused {}: {e}", entry.uri);
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("loading {}", entry.uri)),
+        };
+        for file in skill.files().iter().filter(|f| f.uri != entry.uri) {
+            match skill.read(&file.uri).await {
+                Ok(bytes) => eprintln!("read {} ({} bytes)", file.uri, bytes.len()),
+                Err(e) if e.is_verification() => eprintln!("refused {}: {e}", file.uri),
+                Err(e) => return Err(e).with_context(|| format!("reading {}", file.uri)),
             }
         }
     }

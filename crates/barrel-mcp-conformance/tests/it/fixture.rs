@@ -10,6 +10,11 @@ fn the_fixture_builds_and_advertises_every_capability() {
     assert_eq!(caps["prompts"]["listChanged"], true);
     assert!(caps["logging"].is_object());
     assert!(caps["completions"].is_object());
+    // The skills folder is read and checked when the fixture is built.
+    assert_eq!(
+        caps["extensions"]["io.modelcontextprotocol/skills"],
+        serde_json::json!({ "directoryRead": true })
+    );
 }
 
 #[tokio::test]

@@ -4,14 +4,16 @@ use std::future::Future;
 use std::sync::{Arc, RwLock};
 
 use barrel_mcp_types::{
-    GetPromptResult, Implementation, Prompt, Resource, ResourceContents, ResourceTemplate,
-    TextResourceContents, Tool,
+    ErrorObject, GetPromptResult, Implementation, JsonObject, Prompt, Resource, ResourceContents,
+    ResourceTemplate, TextResourceContents, Tool,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::completion::Completer;
+use super::custom::RequestHandler;
 use super::events::EVENT_BUFFER;
 use super::handler::{
     IntoToolResult, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,
@@ -309,7 +311,55 @@ impl ServerBuilder {
         self
     }
 
-    fn fail(&mut self, error: Error) {
+    /// Declares the extension `id` (`io.modelcontextprotocol/skills`, `com.example/x`) with its
+    /// settings, advertised inline under `capabilities.extensions` in `server/discover` and in
+    /// `initialize` for the revisions that carry extensions. An empty object declares support
+    /// with no optional features. Declaring an extension does not implement it: add its
+    /// methods with [`ServerBuilder::request`].
+    pub fn extension(mut self, id: impl Into<String>, settings: JsonObject) -> Self {
+        let id = id.into();
+        if id.is_empty() {
+            self.fail(Error::Definition("an extension identifier is empty".into()));
+            return self;
+        }
+        self.registry.custom.declare(id, settings);
+        self
+    }
+
+    /// Answers `method`, a request the specification does not define, with `handler`: it gets
+    /// the same [`Ctx`] as a tool and the request's params (`{}` when absent), and returns the
+    /// result object or the JSON-RPC error to send. A method the specification defines (in any
+    /// revision), a `notifications/` name or an `rpc.` name is refused at
+    /// [`build`](Self::build).
+    ///
+    /// ```
+    /// use barrel_mcp::server::{Ctx, Server};
+    /// use barrel_mcp::types::ErrorObject;
+    /// use serde_json::{Value, json};
+    ///
+    /// let server = Server::builder()
+    ///     .request("acme/echo", |_: Ctx, params: Value| async move {
+    ///         Ok::<_, ErrorObject>(json!({ "echo": params["text"] }))
+    ///     })
+    ///     .build();
+    /// assert!(server.is_ok());
+    /// ```
+    pub fn request<F, Fut>(mut self, method: &str, handler: F) -> Self
+    where
+        F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+    {
+        match super::custom::check_method(method) {
+            Ok(()) => self
+                .registry
+                .custom
+                .insert(method.to_owned(), RequestHandler::new(handler)),
+            Err(e) => self.fail(e),
+        }
+        self
+    }
+
+    pub(crate) fn fail(&mut self, error: Error) {
         self.error.get_or_insert(error);
     }
 

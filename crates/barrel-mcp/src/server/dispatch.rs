@@ -133,7 +133,7 @@ async fn route(
             session.unsubscribe(&params.uri);
             Ok(empty())
         }
-        (other, _) => Err(ErrorObject::method_not_found(other)),
+        (other, _) => super::custom::route(server, scope, other, params, cx).await,
     }
 }
 

@@ -14,6 +14,7 @@ use barrel_mcp_types::{
 };
 
 use super::completion::Completer;
+use super::custom::CustomRequests;
 use super::handler::{PromptHandler, ResourceHandler, ToolHandler};
 use super::uri_template::UriTemplate;
 use super::validation::{SchemaValidator, compile_input_schema};
@@ -180,6 +181,8 @@ pub(crate) struct Registry {
     pub(crate) template_completers: HashMap<(String, String), Completer>,
     /// Tools whose 2026-07-28 task starts in their handler (`Ctx::start_task`).
     pub(crate) deferred_tasks: HashSet<String>,
+    /// Custom requests and declared extensions.
+    pub(crate) custom: CustomRequests,
 }
 
 impl Registry {
@@ -209,9 +212,13 @@ impl Registry {
                     "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
                 })
             }),
-            extensions: takes_tasks.then(|| {
-                JsonObject::from_iter([(crate::task::EXTENSION.to_owned(), serde_json::json!({}))])
-            }),
+            extensions: {
+                let mut extensions = self.custom.extensions().unwrap_or_default();
+                if takes_tasks {
+                    extensions.insert(crate::task::EXTENSION.to_owned(), serde_json::json!({}));
+                }
+                (!extensions.is_empty()).then_some(extensions)
+            },
             ..ServerCapabilities::default()
         }
     }

@@ -10,4 +10,5 @@ mod host;
 mod http;
 mod peer;
 mod server;
+mod skills;
 mod support;
