@@ -131,6 +131,49 @@ pub mod names {
     pub const NOTIFICATIONS_REPLAY_TRUNCATED: &str = "notifications/replay_truncated";
 }
 
+/// True when `method` is a request or notification of the spec (any revision), as opposed to
+/// an extension's or an application's own method.
+pub fn is_spec_method(method: &str) -> bool {
+    use names::*;
+    [
+        INITIALIZE,
+        PING,
+        SERVER_DISCOVER,
+        TOOLS_LIST,
+        TOOLS_CALL,
+        RESOURCES_LIST,
+        RESOURCES_TEMPLATES_LIST,
+        RESOURCES_READ,
+        RESOURCES_SUBSCRIBE,
+        RESOURCES_UNSUBSCRIBE,
+        PROMPTS_LIST,
+        PROMPTS_GET,
+        COMPLETION_COMPLETE,
+        LOGGING_SET_LEVEL,
+        SAMPLING_CREATE_MESSAGE,
+        ELICITATION_CREATE,
+        ROOTS_LIST,
+        SUBSCRIPTIONS_LISTEN,
+        TASKS_GET,
+        TASKS_RESULT,
+        TASKS_LIST,
+        TASKS_CANCEL,
+        NOTIFICATIONS_INITIALIZED,
+        NOTIFICATIONS_CANCELLED,
+        NOTIFICATIONS_PROGRESS,
+        NOTIFICATIONS_MESSAGE,
+        NOTIFICATIONS_RESOURCES_UPDATED,
+        NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+        NOTIFICATIONS_TOOLS_LIST_CHANGED,
+        NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+        NOTIFICATIONS_ROOTS_LIST_CHANGED,
+        NOTIFICATIONS_ELICITATION_COMPLETE,
+        NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+        NOTIFICATIONS_TASKS_STATUS,
+    ]
+    .contains(&method)
+}
+
 macro_rules! request_methods {
     ($($(#[$doc:meta])* $marker:ident = $name:ident, $params:ty => $result:ty;)*) => {$(
         $(#[$doc])*

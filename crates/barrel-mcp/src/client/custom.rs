@@ -12,8 +12,10 @@ impl Client {
     /// Sends `method` with `params` (anything that serializes to a JSON object, or `()` for
     /// none) and returns the raw result. For the methods of an extension the server declares
     /// (see [`ServerCapabilities::extensions`](crate::types::ServerCapabilities::extensions));
-    /// nothing is checked against the capabilities first.
+    /// nothing is checked against the capabilities first. A method of the spec is refused ([`Error::Unsupported`]): it has a typed call, whose
+    /// checks this would bypass.
     pub async fn custom_request(&self, method: &str, params: impl Serialize) -> Result<Value> {
+        refuse_spec_method(method)?;
         let params = match serde_json::to_value(params)? {
             Value::Null => None,
             object @ Value::Object(_) => Some(object),
@@ -21,4 +23,20 @@ impl Client {
         };
         self.send(method, params, &CallOptions::new()).await
     }
+
+    /// Sends a notification the spec does not define (an extension's or the application's
+    /// own); a method of the spec is refused as in [`Client::custom_request`].
+    pub async fn custom_notification(&self, method: &str, params: Option<Value>) -> Result<()> {
+        refuse_spec_method(method)?;
+        self.peer().notify(method, params).await
+    }
+}
+
+fn refuse_spec_method(method: &str) -> Result<()> {
+    if barrel_mcp_types::method::is_spec_method(method) {
+        return Err(Error::Unsupported(format!(
+            "{method} is a method of the spec: use its typed call"
+        )));
+    }
+    Ok(())
 }

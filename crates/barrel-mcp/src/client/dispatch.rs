@@ -74,9 +74,18 @@ impl Handler for Dispatch {
                 };
                 Box::pin(async move { input::answer(&handler, request, cx, apply_defaults).await })
             }
-            other => {
+            other if barrel_mcp_types::method::is_spec_method(other) => {
                 let error = ErrorObject::method_not_found(other);
                 Box::pin(async move { Err(error) })
+            }
+            // Not the spec's: the application's handler answers (or refuses) it.
+            _ => {
+                let cx = HandlerContext {
+                    cancel: cx.cancel,
+                    request_id: Some(cx.id),
+                    input_key: None,
+                };
+                self.handler.on_request(method, params, cx)
             }
         }
     }

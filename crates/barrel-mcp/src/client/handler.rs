@@ -13,6 +13,7 @@ use barrel_mcp_types::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ErrorObject, ListRootsResult, RequestId,
 };
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::notification::ServerNotification;
@@ -104,6 +105,18 @@ pub trait ClientHandler: Send + Sync + 'static {
         async { Err(ErrorObject::method_not_found(names::ROOTS_LIST)) }
     }
 
+    /// Answers a request the spec does not define (an extension's or the application's own
+    /// method). The default refuses it (-32601).
+    fn on_request(
+        &self,
+        method: String,
+        params: Option<Value>,
+        cx: HandlerContext,
+    ) -> impl Future<Output = Result<Value, ErrorObject>> + Send {
+        let _ = (params, cx);
+        async move { Err(ErrorObject::method_not_found(&method)) }
+    }
+
     /// Receives every server notification, in arrival order, one at a time: log messages,
     /// list changes, resource updates, URL elicitation completions, and progress for tokens no
     /// call of this client is waiting on. (Progress for a call goes to that call's options;
@@ -137,6 +150,12 @@ pub(crate) trait DynHandler: Send + Sync {
         &self,
         cx: HandlerContext,
     ) -> BoxFuture<'static, Result<ListRootsResult, ErrorObject>>;
+    fn on_request(
+        &self,
+        method: String,
+        params: Option<Value>,
+        cx: HandlerContext,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>>;
     fn on_notification(&self, notification: ServerNotification) -> BoxFuture<'static, ()>;
 }
 
@@ -174,6 +193,16 @@ impl<H: ClientHandler> DynHandler for Erased<H> {
         Box::pin(async move { handler.list_roots(cx).await })
     }
 
+    fn on_request(
+        &self,
+        method: String,
+        params: Option<Value>,
+        cx: HandlerContext,
+    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        let handler = Arc::clone(&self.0);
+        Box::pin(async move { handler.on_request(method, params, cx).await })
+    }
+
     fn on_notification(&self, notification: ServerNotification) -> BoxFuture<'static, ()> {
         let handler = Arc::clone(&self.0);
         Box::pin(async move { handler.on_notification(notification).await })
@@ -207,6 +236,15 @@ impl<H: ClientHandler> ClientHandler for Arc<H> {
         cx: HandlerContext,
     ) -> impl Future<Output = Result<ListRootsResult, ErrorObject>> + Send {
         (**self).list_roots(cx)
+    }
+
+    fn on_request(
+        &self,
+        method: String,
+        params: Option<Value>,
+        cx: HandlerContext,
+    ) -> impl Future<Output = Result<Value, ErrorObject>> + Send {
+        (**self).on_request(method, params, cx)
     }
 
     fn on_notification(&self, notification: ServerNotification) -> impl Future<Output = ()> + Send {

@@ -359,6 +359,27 @@ impl ServerBuilder {
         self
     }
 
+    /// Handles a notification the spec does not define (an extension's or the application's
+    /// own) sent by clients in a session or over stdio; its work runs on a task of its own. A
+    /// spec notification is refused at [`ServerBuilder::build`].
+    pub fn notification<F, Fut>(mut self, method: &str, handler: F) -> Self
+    where
+        F: Fn(Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        match super::custom::check_notification(method) {
+            Ok(()) => {
+                let handler: super::custom::NotificationHandler =
+                    Arc::new(move |params| Box::pin(handler(params)));
+                self.registry
+                    .custom
+                    .insert_notification(method.to_owned(), handler);
+            }
+            Err(e) => self.fail(e),
+        }
+        self
+    }
+
     pub(crate) fn fail(&mut self, error: Error) {
         self.error.get_or_insert(error);
     }

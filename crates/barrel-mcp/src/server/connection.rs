@@ -153,7 +153,12 @@ impl Handler for Connection {
     fn on_notification(&self, notification: Notification, peer: &Peer) {
         match notification.method.as_str() {
             "notifications/initialized" => self.start_forwarding(peer),
-            other => tracing::debug!(method = other, "notification ignored"),
+            other => match self.server.read_registry().custom.notification(other) {
+                Some(handler) => {
+                    tokio::spawn(handler(notification.params));
+                }
+                None => tracing::debug!(method = other, "notification ignored"),
+            },
         }
     }
 }

@@ -375,6 +375,41 @@ impl Ctx {
         self.ask(None, request).await
     }
 
+    /// Sends the client a request the spec does not define (an extension's or the
+    /// application's own method) and returns its raw result; the client's
+    /// `ClientHandler::on_request` answers it. Only in a session: 2026-07-28 servers send no
+    /// requests ([`Error::Unsupported`]), and a method of the spec is refused too (it has its
+    /// own call).
+    pub async fn custom_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> crate::Result<Value> {
+        refuse_spec_method(method)?;
+        if self.inner.scope.is_stateless() {
+            return Err(Error::Unsupported(format!(
+                "{method}: a 2026-07-28 server sends no requests"
+            )));
+        }
+        let options = crate::peer::RequestOptions {
+            timeout: Some(self.inner.server.config().client_request_timeout),
+            cancel: Some(self.inner.cancel.child_token()),
+            ..crate::peer::RequestOptions::default()
+        };
+        self.inner.peer.request(method, params, options).await
+    }
+
+    /// Sends the client a notification the spec does not define, with this request (on its
+    /// stream over HTTP); a method of the spec is refused.
+    pub async fn custom_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> crate::Result<()> {
+        refuse_spec_method(method)?;
+        self.inner.peer.notify(method, params).await
+    }
+
     /// Names the next question. In 2026-07-28 the question travels under this key in
     /// `inputRequests` (otherwise keys are `r0`, `r1`, ... in the order asked), so a client or a
     /// test can address it; in a session the key is not sent.
@@ -434,4 +469,13 @@ impl Ctx {
             Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| ()),
         }
     }
+}
+
+fn refuse_spec_method(method: &str) -> crate::Result<()> {
+    if barrel_mcp_types::method::is_spec_method(method) {
+        return Err(Error::Unsupported(format!(
+            "{method} is a method of the spec: use its own call"
+        )));
+    }
+    Ok(())
 }

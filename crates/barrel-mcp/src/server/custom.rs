@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use barrel_mcp_types::method::names;
+use barrel_mcp_types::method::is_spec_method;
 use barrel_mcp_types::{ErrorObject, JsonObject, Meta};
 use serde_json::{Map, Value};
 
@@ -48,33 +48,19 @@ impl std::fmt::Debug for RequestHandler {
     }
 }
 
-/// The request methods the specification defines, in any revision, plus those reserved by the
-/// core (`tasks/update`): none of them can be taken by a custom handler.
-const SPEC_METHODS: &[&str] = &[
-    names::INITIALIZE,
-    names::PING,
-    names::SERVER_DISCOVER,
-    names::TOOLS_LIST,
-    names::TOOLS_CALL,
-    names::RESOURCES_LIST,
-    names::RESOURCES_TEMPLATES_LIST,
-    names::RESOURCES_READ,
-    names::RESOURCES_SUBSCRIBE,
-    names::RESOURCES_UNSUBSCRIBE,
-    names::PROMPTS_LIST,
-    names::PROMPTS_GET,
-    names::COMPLETION_COMPLETE,
-    names::LOGGING_SET_LEVEL,
-    names::SAMPLING_CREATE_MESSAGE,
-    names::ELICITATION_CREATE,
-    names::ROOTS_LIST,
-    names::SUBSCRIPTIONS_LISTEN,
-    names::TASKS_GET,
-    names::TASKS_RESULT,
-    names::TASKS_LIST,
-    names::TASKS_CANCEL,
-    "tasks/update",
-];
+/// Methods of extensions this server serves itself (the tasks extension's `tasks/update`):
+/// with the spec's own, no custom handler can take them.
+const RESERVED_METHODS: &[&str] = &["tasks/update"];
+
+/// Checks a custom notification name: not empty, not the spec's, no `rpc.` prefix.
+pub(crate) fn check_notification(method: &str) -> Result<(), Error> {
+    if method.is_empty() || is_spec_method(method) || method.starts_with("rpc.") {
+        return Err(Error::Definition(format!(
+            "custom notification {method:?}: empty, defined by the specification, or reserved"
+        )));
+    }
+    Ok(())
+}
 
 /// Checks a custom method name: not empty, not a spec method, not a notification, no
 /// `rpc.` prefix (reserved by JSON-RPC).
@@ -87,7 +73,7 @@ pub(crate) fn check_method(method: &str) -> Result<(), Error> {
     if method.is_empty() {
         return refuse("the method name is empty");
     }
-    if SPEC_METHODS.contains(&method) {
+    if is_spec_method(method) || RESERVED_METHODS.contains(&method) {
         return refuse("the specification defines this method; it cannot be replaced");
     }
     if method.starts_with("notifications/") {
@@ -99,10 +85,16 @@ pub(crate) fn check_method(method: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The custom requests and declared extensions of a server.
+/// A custom notification's handler: it gets the params, and its work runs on a task of its
+/// own (a notification has no answer, and the connection does not wait for it).
+pub(crate) type NotificationHandler =
+    Arc<dyn Fn(Option<Value>) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// The custom requests, custom notifications and declared extensions of a server.
 #[derive(Default)]
 pub(crate) struct CustomRequests {
     handlers: HashMap<String, RequestHandler>,
+    notifications: HashMap<String, NotificationHandler>,
     extensions: JsonObject,
 }
 
@@ -111,6 +103,16 @@ impl CustomRequests {
     /// the same method replaces the first.
     pub(crate) fn insert(&mut self, method: String, handler: RequestHandler) {
         self.handlers.insert(method, handler);
+    }
+
+    /// Registers `handler` for the notification `method` (replacing an earlier one).
+    pub(crate) fn insert_notification(&mut self, method: String, handler: NotificationHandler) {
+        self.notifications.insert(method, handler);
+    }
+
+    /// The handler of the custom notification `method`, if any.
+    pub(crate) fn notification(&self, method: &str) -> Option<NotificationHandler> {
+        self.notifications.get(method).cloned()
     }
 
     /// Declares the extension `id` with its settings (replacing an earlier declaration).

@@ -6,6 +6,7 @@ use crate::server::fixture;
 
 mod cache;
 mod child;
+mod custom;
 mod eras;
 mod federation;
 mod handler;
