@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use barrel_mcp::client::{ServerEntry, ServersFile};
 
 /// The target options every client command takes.
 #[derive(Debug, Clone, clap::Args)]
@@ -78,12 +78,8 @@ impl TargetArgs {
                 .config
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(".mcp.json"));
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading the config file {}", path.display()))?;
-            let config: Value = serde_json::from_str(&text)
-                .with_context(|| format!("parsing the config file {}", path.display()))?;
-            from_config(&config, name)
-                .with_context(|| format!("server {name:?} in {}", path.display()))?
+            let file = ServersFile::read(&path)?;
+            Target::from_entry(file.get(name)?.clone())?
         } else if let Some((command, args)) = self.command.split_first() {
             Target::Stdio {
                 command: command.clone(),
@@ -120,116 +116,32 @@ impl TargetArgs {
     }
 }
 
-/// The entry `name` of a config file with `mcpServers` or `servers`.
-pub(crate) fn from_config(config: &Value, name: &str) -> anyhow::Result<Target> {
-    let servers = config
-        .get("mcpServers")
-        .or_else(|| config.get("servers"))
-        .and_then(Value::as_object)
-        .context("the file has no \"mcpServers\" or \"servers\" object")?;
-    let Some(entry) = servers.get(name) else {
-        let known: Vec<&str> = servers.keys().map(String::as_str).collect();
-        bail!("no such server (known: {})", known.join(", "));
-    };
-    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(expand);
-    let map = |key: &str| -> BTreeMap<String, String> {
-        entry
-            .get(key)
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), expand(v))))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    if let Some(url) = text("url") {
-        return Ok(Target::Http {
-            url,
-            headers: map("headers"),
-            legacy: text("type").as_deref() == Some("sse"),
-            ca_certs: Vec::new(),
-        });
-    }
-    let command = text("command").context("the entry has neither \"command\" nor \"url\"")?;
-    let args = entry
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(expand).collect())
-        .unwrap_or_default();
-    Ok(Target::Stdio {
-        command,
-        args,
-        env: map("env"),
-        cwd: text("cwd").map(PathBuf::from),
-    })
-}
-
-/// Expands `${VAR}`, `${VAR:-default}` and `${env:VAR}`; unknown variables become empty.
-pub(crate) fn expand(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let spec = &after[..end];
-        let spec = spec.strip_prefix("env:").unwrap_or(spec);
-        let (name, default) = match spec.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (spec, None),
-        };
-        match std::env::var(name) {
-            Ok(value) if !value.is_empty() => out.push_str(&value),
-            _ => out.push_str(default.unwrap_or("")),
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn reads_every_config_shape() {
-        let claude = json!({ "mcpServers": {
-            "local": { "command": "tool", "args": ["serve", "--stdio"], "env": { "K": "v" } },
-            "remote": { "type": "http", "url": "https://example.com/mcp", "headers": { "A": "b" } }
-        }});
-        assert_eq!(
-            from_config(&claude, "local").unwrap(),
-            Target::Stdio {
-                command: "tool".into(),
-                args: vec!["serve".into(), "--stdio".into()],
-                env: BTreeMap::from([("K".into(), "v".into())]),
-                cwd: None,
-            }
-        );
-        assert!(matches!(
-            from_config(&claude, "remote").unwrap(),
-            Target::Http { .. }
-        ));
-        let vscode =
-            json!({ "servers": { "s": { "type": "stdio", "command": "x" } }, "inputs": [] });
-        assert!(matches!(
-            from_config(&vscode, "s").unwrap(),
-            Target::Stdio { .. }
-        ));
-        assert!(from_config(&vscode, "nope").is_err());
-    }
-
-    #[test]
-    fn expands_variables() {
-        assert_eq!(expand("a${BARREL_MCP_TEST_UNSET:-dflt}b"), "adfltb");
-        assert_eq!(expand("${env:BARREL_MCP_TEST_UNSET}"), "");
-        assert_eq!(expand("no vars"), "no vars");
-        assert_eq!(expand("broken ${"), "broken ${");
+impl Target {
+    /// The target of a servers-file entry.
+    fn from_entry(entry: ServerEntry) -> anyhow::Result<Self> {
+        Ok(match entry {
+            ServerEntry::Http {
+                url,
+                headers,
+                legacy,
+            } => Target::Http {
+                url,
+                headers,
+                legacy,
+                ca_certs: Vec::new(),
+            },
+            ServerEntry::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Target::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            },
+            other => bail!("this kind of server entry is not supported here: {other:?}"),
+        })
     }
 }

@@ -755,3 +755,32 @@ fn a_detached_task_is_followed_waited_on_and_cancelled_by_id() {
     let (code, out, _) = client_at(&url, &["tasks", "--protocol", "2025-11-25"]);
     assert_eq!((code, out.as_str()), (Some(0), ""));
 }
+
+#[test]
+fn a_server_from_a_servers_file() {
+    let bin = env!("CARGO_BIN_EXE_barrel-mcp");
+    let dir = std::env::temp_dir().join(format!("barrel-mcp-servers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("mcp.json");
+    let config = serde_json::json!({ "mcpServers": {
+        "demo": { "command": bin, "args": ["serve", "${BARREL_MCP_TEST_UNSET:---stdio}"] },
+        "off": { "command": "/nonexistent", "disabled": true }
+    }});
+    std::fs::write(&file, config.to_string()).expect("write");
+    let run = |name: &str| {
+        Command::new(bin)
+            .args(["tools", "--server", name, "--config"])
+            .arg(&file)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs")
+    };
+    let listed = run("demo");
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("echo"));
+    let unknown = run("off");
+    assert_eq!(unknown.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(err.contains("no server \"off\" (known: demo)"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use barrel_mcp_types::{CallToolParams, CallToolResult};
 
@@ -9,7 +10,7 @@ use super::catalog::Catalog;
 use super::format::{ToolCall, error_result};
 use super::names::{DEFAULT_MAX_LEN, NamePolicy};
 use crate::Error;
-use crate::client::Clients;
+use crate::client::{Backoff, ClientBuilder, Clients, ServersFile};
 
 /// Why a routed call did not reach a tool, or what the tool's server answered instead.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +82,35 @@ impl Host {
                 catalog: RwLock::new(Arc::new(Catalog::default())),
             }),
         }
+    }
+
+    /// A host over the servers of a servers file (`mcpServers` or VS Code `servers`), each
+    /// supervised in a new [`Clients`] registry, connected by `builder`, reconnected with
+    /// `backoff`. Call [`Host::ready`] and [`Host::refresh`] next.
+    pub fn from_servers(
+        file: &ServersFile,
+        builder: &ClientBuilder,
+        backoff: Backoff,
+    ) -> Result<Self, Error> {
+        let clients = Clients::new();
+        file.start_all(&clients, builder, backoff)?;
+        Ok(Self::new(clients))
+    }
+
+    /// Waits until every server is connected, for at most `limit`; returns the names of those
+    /// that are not (a server that is down never holds the host back longer than that).
+    pub async fn ready(&self, limit: Duration) -> Vec<String> {
+        let clients = &self.inner.clients;
+        // One deadline for all: waiting on each in turn takes no longer than waiting on all.
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut missing = Vec::new();
+        for (name, _) in clients.list() {
+            let connected = tokio::time::timeout_at(deadline, clients.connected(&name)).await;
+            if !matches!(connected, Ok(Some(_))) {
+                missing.push(name);
+            }
+        }
+        missing
     }
 
     /// The servers behind the host.

@@ -130,3 +130,46 @@ async fn a_server_that_goes_away_leaves_the_rest_usable() {
     })
     .await;
 }
+
+/// A servers file with a remote server (an in-process Streamable HTTP server), a stdio one
+/// that cannot start, and a disabled one: `ready` names the one that never connects, and the
+/// catalog holds the other.
+#[cfg(all(feature = "http-client", feature = "http-server"))]
+#[tokio::test]
+async fn a_host_from_a_servers_file() {
+    use std::time::Duration;
+
+    use barrel_mcp::client::ServersFile;
+    use barrel_mcp::http::HttpConfig;
+
+    let mut remote =
+        crate::http::TestServer::start_with(server("remote"), HttpConfig::default()).await;
+    let file = ServersFile::parse(&json!({ "mcpServers": {
+        "remote": { "type": "http", "url": format!("http://{}/mcp", remote.addr),
+                    "headers": { "X-Trace": "${BARREL_MCP_TEST_UNSET:-on}" } },
+        "broken": { "command": "/nonexistent/barrel-mcp-test-server" },
+        "off": { "command": "/nonexistent/other", "disabled": true }
+    }}))
+    .expect("file");
+    let host = Host::from_servers(
+        &file,
+        &Client::builder().name("host-test", "1.0.0"),
+        Backoff::default(),
+    )
+    .expect("host");
+    let missing = host.ready(Duration::from_secs(2)).await;
+    assert_eq!(missing, vec!["broken".to_owned()]);
+    let catalog = within(host.refresh()).await.expect("catalog");
+    let names: Vec<&str> = catalog.tools().iter().map(|t| t.exposed.as_str()).collect();
+    assert_eq!(names, ["remote__dotted_name", "remote__echo"]);
+    let call = format::calls(
+        Provider::Anthropic,
+        &json!({"content": [{"type": "tool_use", "id": "t", "name": "remote__echo", "input": {"text": "hi"}}]}),
+    );
+    assert_eq!(
+        within(host.call(&call[0])).await.0.text_content(),
+        "remote: hi"
+    );
+    host.clients().stop_all().await;
+    remote.stop().await;
+}
