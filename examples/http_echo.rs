@@ -57,6 +57,7 @@ async fn main() -> barrel_mcp::Result<()> {
     // A load test creates thousands of tasks a second: keep them briefly, and room for them.
     let task_limits = TaskLimits {
         max_tasks: 1_000_000,
+        max_anonymous: 1_000_000,
         default_ttl: Duration::from_secs(5),
         ..TaskLimits::default()
     };

@@ -15,6 +15,7 @@
 //! [`ClientConfig::response_cache_entries`]: super::ClientConfig::response_cache_entries
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,8 @@ struct Entry {
 pub(crate) struct ResponseCache {
     entries: Mutex<HashMap<(&'static str, String), Entry>>,
     max_entries: usize,
+    /// Counts invalidations: an answer to a request sent before one is not kept.
+    generation: AtomicU64,
 }
 
 /// The methods whose results may be cached.
@@ -68,6 +71,7 @@ impl ResponseCache {
         Self {
             entries: Mutex::new(HashMap::new()),
             max_entries,
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -91,8 +95,14 @@ impl ResponseCache {
         Some(entry.value.clone())
     }
 
-    /// Keeps `value` if it says it may be cached (`ttlMs` > 0).
-    pub(crate) fn put(&self, method: &'static str, key: String, value: &Value) {
+    /// The count of invalidations so far (read before sending a request, given to `put`).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Keeps `value` if it says it may be cached (`ttlMs` > 0) and nothing was invalidated
+    /// since `generation` (when its request was sent).
+    pub(crate) fn put(&self, method: &'static str, key: String, value: &Value, generation: u64) {
         if self.max_entries == 0 {
             return;
         }
@@ -109,6 +119,10 @@ impl ResponseCache {
         };
         let now = Instant::now();
         let mut entries = self.entries();
+        // Checked under the lock `invalidate` takes, so no invalidation slips in between.
+        if self.generation() != generation {
+            return;
+        }
         entries.retain(|_, e| e.expires > now);
         if entries.len() >= self.max_entries
             && !entries.contains_key(&(method, key.clone()))
@@ -131,6 +145,7 @@ impl ResponseCache {
 
     /// Drops what a server notification says changed.
     pub(crate) fn invalidate(&self, notification: &str, params: Option<&Value>) {
+        let mut entries = self.entries();
         let lists: &[&str] = match notification {
             names::NOTIFICATIONS_TOOLS_LIST_CHANGED => &[names::TOOLS_LIST],
             names::NOTIFICATIONS_PROMPTS_LIST_CHANGED => &[names::PROMPTS_LIST],
@@ -139,7 +154,7 @@ impl ResponseCache {
             }
             names::NOTIFICATIONS_RESOURCES_UPDATED => {
                 let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
-                let mut entries = self.entries();
+                self.generation.fetch_add(1, Ordering::SeqCst);
                 entries.retain(|(method, key), _| {
                     *method != names::RESOURCES_READ
                         || uri.is_some_and(|uri| {
@@ -155,13 +170,15 @@ impl ResponseCache {
             }
             _ => return,
         };
-        self.entries()
-            .retain(|(method, _), _| !lists.contains(method));
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        entries.retain(|(method, _), _| !lists.contains(method));
     }
 
     /// Forgets everything.
     pub(crate) fn clear(&self) {
-        self.entries().clear();
+        let mut entries = self.entries();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        entries.clear();
     }
 }
 
@@ -180,12 +197,14 @@ mod tests {
             names::TOOLS_LIST,
             key.clone(),
             &json!({"tools": [], "ttlMs": 0}),
+            cache.generation(),
         );
         assert!(cache.get(names::TOOLS_LIST, &key, false).is_none());
         cache.put(
             names::TOOLS_LIST,
             key.clone(),
             &json!({"tools": [1], "ttlMs": 60_000}),
+            cache.generation(),
         );
         assert_eq!(
             cache.get(names::TOOLS_LIST, &key, false).unwrap()["tools"][0],
@@ -197,11 +216,31 @@ mod tests {
             names::TOOLS_LIST,
             key.clone(),
             &json!({"tools": [2], "ttlMs": 1, "cacheScope": "public"}),
+            cache.generation(),
         );
         std::thread::sleep(Duration::from_millis(5));
         assert!(
             cache.get(names::TOOLS_LIST, &key, false).is_none(),
             "expired"
+        );
+    }
+
+    #[test]
+    fn an_answer_older_than_an_invalidation_is_not_kept() {
+        let cache = ResponseCache::new(8);
+        let sent_at = cache.generation();
+        // The list changed while the request was out.
+        cache.invalidate(names::NOTIFICATIONS_TOOLS_LIST_CHANGED, None);
+        cache.put(
+            names::TOOLS_LIST,
+            key_of(json!({})),
+            &json!({"tools": [], "ttlMs": 60_000}),
+            sent_at,
+        );
+        assert!(
+            cache
+                .get(names::TOOLS_LIST, &key_of(json!({})), false)
+                .is_none()
         );
     }
 
@@ -213,12 +252,23 @@ mod tests {
     fn notifications_drop_what_changed_and_the_bound_holds() {
         let cache = ResponseCache::new(3);
         let fresh = json!({"ttlMs": 60_000});
-        cache.put(names::TOOLS_LIST, key_of(json!({})), &fresh);
-        cache.put(names::RESOURCES_TEMPLATES_LIST, key_of(json!({})), &fresh);
+        cache.put(
+            names::TOOLS_LIST,
+            key_of(json!({})),
+            &fresh,
+            cache.generation(),
+        );
+        cache.put(
+            names::RESOURCES_TEMPLATES_LIST,
+            key_of(json!({})),
+            &fresh,
+            cache.generation(),
+        );
         cache.put(
             names::RESOURCES_READ,
             key_of(json!({"uri": "a://1"})),
             &fresh,
+            cache.generation(),
         );
         cache.invalidate(names::NOTIFICATIONS_PROMPTS_LIST_CHANGED, None);
         assert!(
@@ -263,6 +313,7 @@ mod tests {
                 names::RESOURCES_READ,
                 key_of(json!({"uri": n.to_string()})),
                 &fresh,
+                cache.generation(),
             );
         }
         assert_eq!(cache.entries().len(), 3);

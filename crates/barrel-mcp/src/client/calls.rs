@@ -106,8 +106,10 @@ impl Client {
         let params = serde_json::to_value(&params)?;
         let result = self
             .cached_send(names::RESOURCES_READ, params, |params| async move {
-                self.call_with_input::<_, Value>(names::RESOURCES_READ, &params, &options)
-                    .await
+                let (result, rounds) = self
+                    .call_counting_rounds(names::RESOURCES_READ, &params, &options)
+                    .await?;
+                Ok((result, rounds == 0))
             })
             .await?;
         decode(names::RESOURCES_READ, result)
@@ -293,6 +295,8 @@ impl Client {
 
     /// `send` through the 2026-07-28 response cache: a fresh cached result of the same request
     /// is answered without sending; a result the server says may be cached is kept.
+    /// `send` answers the result and whether it may be kept (not when it took answers from the
+    /// user: a result that needed `inputResponses` is never cached).
     pub(crate) async fn cached_send<F, Fut>(
         &self,
         method: &'static str,
@@ -301,7 +305,7 @@ impl Client {
     ) -> Result<Value>
     where
         F: FnOnce(Value) -> Fut,
-        Fut: std::future::Future<Output = Result<Value>>,
+        Fut: std::future::Future<Output = Result<(Value, bool)>>,
     {
         let slot = self
             .is_modern()
@@ -313,9 +317,11 @@ impl Client {
         {
             return Ok(hit);
         }
-        let result = send(params).await?;
-        if let Some((method, key)) = slot {
-            self.inner.cache.put(method, key, &result);
+        // A change announced while the request was out makes its answer stale at once.
+        let generation = self.inner.cache.generation();
+        let (result, keep) = send(params).await?;
+        if keep && let Some((method, key)) = slot {
+            self.inner.cache.put(method, key, &result, generation);
         }
         Ok(result)
     }
@@ -369,13 +375,25 @@ impl Client {
         params: &P,
         options: &CallOptions,
     ) -> Result<R> {
+        let (result, _) = self.call_counting_rounds(method, params, options).await?;
+        decode(method, result)
+    }
+
+    /// [`Client::call_with_input`], raw, with the number of `input_required` rounds it took.
+    pub(crate) async fn call_counting_rounds<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+        options: &CallOptions,
+    ) -> Result<(Value, u32)> {
         let Value::Object(mut params) = serde_json::to_value(params)? else {
             return Err(Error::Protocol("params must be a JSON object".into()));
         };
         let Some(envelope) = self.inner.envelope.as_ref() else {
-            return self
-                .call_method(method, Some(Value::Object(params)), options)
-                .await;
+            let result = self
+                .send(method, Some(Value::Object(params)), options)
+                .await?;
+            return Ok((result, 0));
         };
         let cancel = options
             .cancel
@@ -400,7 +418,7 @@ impl Client {
                 }
             };
             if ResultType::of(&result) != ResultType::InputRequired {
-                return decode(method, result);
+                return Ok((result, round));
             }
             if round == max {
                 break;

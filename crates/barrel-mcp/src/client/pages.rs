@@ -130,8 +130,10 @@ impl Client {
         let params = serde_json::to_value(PaginatedParams { cursor, meta: None })?;
         let result = self
             .cached_send(L::METHOD, params, |params| async move {
-                self.send(L::METHOD, Some(params), &CallOptions::new())
-                    .await
+                let result = self
+                    .send(L::METHOD, Some(params), &CallOptions::new())
+                    .await?;
+                Ok((result, true))
             })
             .await?;
         super::calls::decode(L::METHOD, result)

@@ -50,6 +50,8 @@ struct Inner {
     policies: HashMap<String, NamePolicy>,
     max_len: usize,
     catalog: RwLock<Arc<Catalog>>,
+    /// One refresh at a time, so an older listing never replaces a newer catalog.
+    refreshing: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Host {
@@ -80,6 +82,7 @@ impl Host {
                 policies,
                 max_len,
                 catalog: RwLock::new(Arc::new(Catalog::default())),
+                refreshing: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -132,6 +135,7 @@ impl Host {
     /// Lists every connected server's tools and swaps in a new catalog. Fails only when the
     /// naming policies are inconsistent (two servers with one prefix, two renames to one name).
     pub async fn refresh(&self) -> Result<Arc<Catalog>, Error> {
+        let _one_at_a_time = self.inner.refreshing.lock().await;
         let mut lists = BTreeMap::new();
         for (server, _) in self.inner.clients.list() {
             let Some(client) = self.inner.clients.get(&server) else {

@@ -154,9 +154,18 @@ impl Handler for Connection {
         match notification.method.as_str() {
             "notifications/initialized" => self.start_forwarding(peer),
             other => match self.server.read_registry().custom.notification(other) {
-                Some(handler) => {
-                    tokio::spawn(handler(notification.params));
-                }
+                // Each runs on a task of its own, within the server's cap on running handlers:
+                // past it, the notification is dropped (a notification has no answer to fail).
+                Some(handler) => match Arc::clone(&self.server.inner.running).try_acquire_owned() {
+                    Ok(permit) => {
+                        let work = handler(notification.params);
+                        tokio::spawn(async move {
+                            work.await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => tracing::warn!(method = other, "server busy: notification dropped"),
+                },
                 None => tracing::debug!(method = other, "notification ignored"),
             },
         }

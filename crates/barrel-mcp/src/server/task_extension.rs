@@ -51,8 +51,8 @@ pub(crate) struct TaskPlan {
 
 /// Who the task `id` belongs to: the authenticated principal; for an anonymous caller, the
 /// task alone (`anonymous:<id>`). Anonymous callers share no identity, so each anonymous task
-/// is its own owner: the unguessable id is the only handle, and the per-owner cap, meant for
-/// one principal, does not make every anonymous caller share 64 tasks.
+/// is its own owner and the unguessable id is the only handle; together they are bounded by
+/// `TaskLimits::max_anonymous` (not by the per-owner cap, which is meant for one principal).
 fn owner(principal: Option<&str>, id: &str) -> String {
     match principal {
         Some(principal) => principal.to_owned(),
@@ -144,10 +144,9 @@ pub(crate) async fn run(
     let principal = principal.as_deref();
     match start {
         Start::Eager => {
-            let (created, id, owner) = create(server, &slot, principal).await?;
+            let created = create(server, &slot, principal).await?;
             let work = tokio::spawn(work);
-            tasks::watch(server, id, owner, Era::Extension, work_cancel, work);
-            Ok(created)
+            created.watch(server, work_cancel, work)
         }
         Start::Deferred(mut asks) => {
             let mut work = tokio::spawn(work);
@@ -156,10 +155,17 @@ pub(crate) async fn run(
                     Err(ErrorObject::internal("the tool's handler failed"))
                 }),
                 Ok(reply) = &mut asks => match create(server, &slot, principal).await {
-                    Ok((created, id, owner)) => {
+                    Ok(created) => {
                         let _ = reply.send(Ok(()));
-                        tasks::watch(server, id, owner, Era::Extension, work_cancel, work);
-                        Ok(created)
+                        if request_cancel.is_cancelled() {
+                            // The caller left while the task was being made: no one will
+                            // ever know its id, so it ends here.
+                            let (id, owner) = (created.id.clone(), created.owner.clone());
+                            let _ = created.watch(server, work_cancel, work);
+                            end(server, &id, &owner).await?;
+                            return Err(ErrorObject::internal("the request was cancelled"));
+                        }
+                        created.watch(server, work_cancel, work)
                     }
                     Err(refusal) => {
                         // The call cannot become a task: it fails as a whole.
@@ -178,23 +184,54 @@ pub(crate) async fn run(
     }
 }
 
+/// A task just created: its `CreateTaskResult`, and what watching its work needs.
+struct Created {
+    answer: Value,
+    id: String,
+    owner: String,
+    ttl: Option<std::time::Duration>,
+}
+
+impl Created {
+    /// Hands the task's work to [`tasks::watch`] and returns the answer to the request.
+    fn watch(
+        self,
+        server: &Server,
+        cancel: CancellationToken,
+        work: tokio::task::JoinHandle<Result<Value, ErrorObject>>,
+    ) -> Result<Value, ErrorObject> {
+        tasks::watch(
+            server,
+            self.id,
+            self.owner,
+            Era::Extension,
+            self.ttl,
+            cancel,
+            work,
+        );
+        Ok(self.answer)
+    }
+}
+
 /// Creates the task record (durably: the store has it when this returns) and hands the task to
-/// the handler's slot. Returns the `CreateTaskResult`, the task id and its owner.
+/// the handler's slot.
 async fn create(
     server: &Server,
     slot: &TaskSlot,
     principal: Option<&str>,
-) -> Result<(Value, String, String), ErrorObject> {
+) -> Result<Created, ErrorObject> {
     let limits = &server.config().task_limits;
     let id = new_task_id().map_err(|e| ErrorObject::internal(e.to_string()))?;
     let owner = owner(principal, &id);
-    let record = TaskRecord::new(
+    let ttl = limits.ttl_for(None);
+    let mut record = TaskRecord::new(
         id.clone(),
         owner.clone(),
         Era::Extension,
-        Some(limits.ttl_for(None)),
+        Some(ttl),
         limits.poll_interval,
     );
+    record.anonymous = principal.is_none();
     let mut created = record.to_extension_task();
     server
         .inner
@@ -209,7 +246,12 @@ async fn create(
         owner.clone(),
     )));
     created.insert("resultType".into(), json!("task"));
-    Ok((Value::Object(created), id, owner))
+    Ok(Created {
+        answer: Value::Object(created),
+        id,
+        owner,
+        ttl: Some(ttl),
+    })
 }
 
 fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
@@ -286,22 +328,23 @@ pub(crate) async fn cancel(
         return Err(missing_extension("tasks/cancel"));
     }
     let id = task_id(params.as_ref())?;
+    end(server, &id, &owner(principal(cx).as_deref(), &id)).await?;
+    Ok(json!({}))
+}
+
+/// Cancels the task `id` of `owner` (nothing to do when it already ended) and stops its work.
+async fn end(server: &Server, id: &str, owner: &str) -> Result<(), ErrorObject> {
     let cancel = |t: &mut TaskRecord| t.cancel();
     match server
         .inner
         .tasks
         .store
-        .update(
-            &id,
-            &owner(principal(cx).as_deref(), &id),
-            Era::Extension,
-            &cancel,
-        )
+        .update(id, owner, Era::Extension, &cancel)
         .await
     {
         Ok(_) | Err(StoreRefusal::Refused(Refused::Terminal)) => {}
         Err(refusal) => return Err(refusal.to_error_object()),
     }
-    server.inner.tasks.stop(&id);
-    Ok(json!({}))
+    server.inner.tasks.stop(id);
+    Ok(())
 }

@@ -13,7 +13,7 @@
 //! The waiting handlers live in this process (the record, with its questions, lives in the
 //! store): an answer reaches a task only on the node that runs its work.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -93,6 +93,8 @@ pub(crate) struct TaskInput {
     server: Server,
     id: String,
     owner: String,
+    /// Every key asked so far: a key is unique over the task's life.
+    used: Mutex<HashSet<String>>,
     next_key: AtomicU32,
 }
 
@@ -102,7 +104,29 @@ impl TaskInput {
             server,
             id,
             owner,
+            used: Mutex::new(HashSet::new()),
             next_key: AtomicU32::new(0),
+        }
+    }
+
+    /// The key of the next question: `key` (refused when this task already used it), else
+    /// the next free automatic one (`i0`, `i1`, ...).
+    fn claim(&self, key: Option<&str>) -> crate::Result<String> {
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = key {
+            if !used.insert(key.to_owned()) {
+                return Err(Error::Protocol(format!(
+                    "the input key {key:?} was already asked in this task (keys are unique \
+                     over a task's life)"
+                )));
+            }
+            return Ok(key.to_owned());
+        }
+        loop {
+            let key = format!("i{}", self.next_key.fetch_add(1, Ordering::Relaxed));
+            if used.insert(key.clone()) {
+                return Ok(key);
+            }
         }
     }
 
@@ -132,10 +156,7 @@ impl TaskInput {
         request: InputRequest,
         cancel: &CancellationToken,
     ) -> crate::Result<Value> {
-        let key = match key {
-            Some(key) => key.to_owned(),
-            None => format!("i{}", self.next_key.fetch_add(1, Ordering::Relaxed)),
-        };
+        let key = self.claim(key)?;
         let question = serde_json::to_value(&request)?;
         let tasks = &self.server.inner.tasks;
         let (answer_to, answer) = oneshot::channel();
@@ -151,20 +172,59 @@ impl TaskInput {
             }
             Ok(())
         };
+        // Whatever ends the wait (an answer, a cancel, or the handler dropping this future),
+        // a question no one waits for leaves the task.
+        let mut pending = Pending {
+            input: self,
+            key: Some(key.clone()),
+        };
         if let Err(refusal) = tasks
             .store
             .update(&self.id, &self.owner, Era::Extension, &park)
             .await
         {
-            forget(&self.server, &self.id, &key);
             return Err(Error::Rpc(refusal.to_error_object()));
         }
         tokio::select! {
-            answered = answer => answered.map_err(|_| Error::Cancelled),
-            () = cancel.cancelled() => {
-                forget(&self.server, &self.id, &key);
-                Err(Error::Cancelled)
+            answered = answer => {
+                // Delivered: `tasks/update` already took the question out of the record.
+                pending.key = None;
+                answered.map_err(|_| Error::Cancelled)
             }
+            () = cancel.cancelled() => Err(Error::Cancelled),
+        }
+    }
+}
+
+/// A question being waited on; dropped before its answer came, it is withdrawn: out of this
+/// process's waiting list and out of the task's `inputRequests` (the task goes back to
+/// `working` when none is left).
+struct Pending<'a> {
+    input: &'a TaskInput,
+    key: Option<String>,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else {
+            return;
+        };
+        let TaskInput {
+            server, id, owner, ..
+        } = self.input;
+        forget(server, id, &key);
+        let (server, id, owner) = (server.clone(), id.clone(), owner.clone());
+        // The record is changed off this (synchronous) path; without a runtime there is no
+        // task left to change.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let withdraw = |t: &mut TaskRecord| withdraw(t, &key);
+                let tasks = &server.inner.tasks;
+                let _ = tasks
+                    .store
+                    .update(&id, &owner, Era::Extension, &withdraw)
+                    .await;
+            });
         }
     }
 }
@@ -201,13 +261,7 @@ pub(crate) async fn deliver(
         let Some(waiter) = waiter else {
             continue;
         };
-        let answered = |t: &mut TaskRecord| {
-            t.input_requests.remove(&key);
-            if t.input_requests.is_empty() && t.status == TaskStatus::InputRequired {
-                t.set_status(TaskStatus::Working)?;
-            }
-            Ok(())
-        };
+        let answered = |t: &mut TaskRecord| withdraw(t, &key);
         tasks
             .store
             .update(id, owner, Era::Extension, &answered)
@@ -215,6 +269,15 @@ pub(crate) async fn deliver(
             .map_err(|r| r.to_error_object())?;
         // The handler may have stopped waiting (cancelled): nothing is lost.
         let _ = waiter.send(answer);
+    }
+    Ok(())
+}
+
+/// Takes the question `key` out of a task; the task works on when no question is left.
+fn withdraw(task: &mut TaskRecord, key: &str) -> Result<(), crate::task::Refused> {
+    task.input_requests.remove(key);
+    if task.input_requests.is_empty() && task.status == TaskStatus::InputRequired {
+        task.set_status(TaskStatus::Working)?;
     }
     Ok(())
 }

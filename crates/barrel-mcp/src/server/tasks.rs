@@ -186,6 +186,7 @@ pub(crate) async fn call_as_task(
         limits.poll_interval,
     );
     let owner = record.owner.clone();
+    let ttl = record.ttl;
     let created = record.to_task();
     tasks
         .store
@@ -204,7 +205,7 @@ pub(crate) async fn call_as_task(
     // it working).
     let work =
         tokio::spawn(async move { invoke::call_tool(&runner, scope, Some(raw), work_cx).await });
-    watch(server, id, owner, Era::Sessions, cancel, work);
+    watch(server, id, owner, Era::Sessions, ttl, cancel, work);
     encode(&CreateTaskResult {
         task: created,
         meta: None,
@@ -212,12 +213,15 @@ pub(crate) async fn call_as_task(
 }
 
 /// Keeps the outcome of a task's `work` in the store, or stops the work when `cancel` fires
-/// (`tasks/cancel`); a late outcome after a cancel is refused by the record, not applied.
+/// (`tasks/cancel`) or the task's `ttl` passes (its record is gone then: nothing could see the
+/// outcome, and nothing could cancel it any more); a late outcome after a cancel is refused by
+/// the record, not applied.
 pub(crate) fn watch(
     server: &Server,
     id: String,
     owner: String,
     era: Era,
+    ttl: Option<Duration>,
     cancel: CancellationToken,
     mut work: JoinHandle<Result<Value, ErrorObject>>,
 ) {
@@ -231,6 +235,10 @@ pub(crate) fn watch(
                 Err(ErrorObject::internal("the task's work failed"))
             })),
             () = cancel.cancelled() => {
+                work.abort();
+                None
+            }
+            () = sleep_or_forever(ttl) => {
                 work.abort();
                 None
             }
@@ -257,6 +265,13 @@ pub(crate) fn watch(
         }
         tasks.ended.notify_waiters();
     });
+}
+
+async fn sleep_or_forever(duration: Option<Duration>) {
+    match duration {
+        Some(duration) => tokio::time::sleep(duration).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// `tasks/get`: the task as it stands.

@@ -71,6 +71,10 @@ pub struct TaskRecord {
     pub outcome: Option<TaskOutcome>,
     /// Questions waiting for the requestor (2026: `inputRequests`, by key).
     pub input_requests: BTreeMap<String, Value>,
+    /// Created by an anonymous caller: it is its own owner, and counts against the shared
+    /// anonymous cap ([`TaskLimits::max_anonymous`](super::TaskLimits::max_anonymous)) instead
+    /// of a per-owner one.
+    pub anonymous: bool,
 }
 
 impl TaskRecord {
@@ -95,6 +99,7 @@ impl TaskRecord {
             poll_interval,
             outcome: None,
             input_requests: BTreeMap::new(),
+            anonymous: false,
         }
     }
 

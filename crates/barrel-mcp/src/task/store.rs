@@ -14,6 +14,10 @@ use crate::peer::BoxFuture;
 pub struct TaskLimits {
     /// Tasks one owner may hold at once (finished ones count until purged). Default 64.
     pub max_per_owner: usize,
+    /// Tasks anonymous callers may hold at once, all together (each anonymous task is its own
+    /// owner, so this is what bounds them; the rest of `max_tasks` stays for principals).
+    /// Default 1,000.
+    pub max_anonymous: usize,
     /// Tasks in the store at once. Default 10,000.
     pub max_tasks: usize,
     /// The longest TTL granted; longer requests are cut to it. Default 1 hour.
@@ -35,6 +39,7 @@ impl Default for TaskLimits {
     fn default() -> Self {
         Self {
             max_per_owner: 64,
+            max_anonymous: 1_000,
             max_tasks: 10_000,
             max_ttl: Duration::from_secs(3600),
             min_ttl: Duration::from_secs(1),
@@ -184,17 +189,31 @@ pub struct MemoryTaskStore {
 #[derive(Debug, Default)]
 struct Tasks {
     by_id: HashMap<String, TaskRecord>,
+    /// Tasks held, by owner (anonymous ones under [`ANONYMOUS`]).
     per_owner: HashMap<String, usize>,
+}
+
+/// The key anonymous tasks are counted under (no principal can have it: it starts with NUL).
+const ANONYMOUS: &str = "\0anonymous";
+
+/// The key a task is counted under.
+fn quota_key(record: &TaskRecord) -> &str {
+    if record.anonymous {
+        ANONYMOUS
+    } else {
+        &record.owner
+    }
 }
 
 impl Tasks {
     fn remove(&mut self, id: &str) {
-        if let Some(record) = self.by_id.remove(id)
-            && let Some(count) = self.per_owner.get_mut(&record.owner)
-        {
-            *count -= 1;
-            if *count == 0 {
-                self.per_owner.remove(&record.owner);
+        if let Some(record) = self.by_id.remove(id) {
+            let key = quota_key(&record);
+            if let Some(count) = self.per_owner.get_mut(key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.per_owner.remove(key);
+                }
             }
         }
     }
@@ -249,8 +268,14 @@ impl MemoryTaskStore {
 
     fn create_now(&self, record: TaskRecord) -> Result<(), StoreRefusal> {
         let mut tasks = self.lock();
+        let key = quota_key(&record);
+        let cap = if record.anonymous {
+            self.limits.max_anonymous
+        } else {
+            self.limits.max_per_owner
+        };
         let full = |tasks: &Tasks| {
-            tasks.per_owner.get(&record.owner).copied().unwrap_or(0) >= self.limits.max_per_owner
+            tasks.per_owner.get(key).copied().unwrap_or(0) >= cap
                 || tasks.by_id.len() >= self.limits.max_tasks
         };
         if full(&tasks) {
@@ -266,11 +291,15 @@ impl MemoryTaskStore {
                 tasks.remove(id);
             }
         }
-        let owned = tasks.per_owner.get(&record.owner).copied().unwrap_or(0);
-        if owned >= self.limits.max_per_owner {
+        let owned = tasks.per_owner.get(key).copied().unwrap_or(0);
+        if owned >= cap {
+            let whose = if record.anonymous {
+                "of anonymous callers"
+            } else {
+                "per requestor"
+            };
             return Err(StoreRefusal::Full(format!(
-                "too many tasks (at most {} per requestor)",
-                self.limits.max_per_owner
+                "too many tasks (at most {cap} {whose})"
             )));
         }
         if tasks.by_id.len() >= self.limits.max_tasks {
@@ -279,7 +308,7 @@ impl MemoryTaskStore {
         if tasks.by_id.contains_key(&record.id) {
             return Err(StoreRefusal::Unavailable("duplicate task id".into()));
         }
-        *tasks.per_owner.entry(record.owner.clone()).or_default() += 1;
+        *tasks.per_owner.entry(key.to_owned()).or_default() += 1;
         tasks.by_id.insert(record.id.clone(), record);
         Ok(())
     }

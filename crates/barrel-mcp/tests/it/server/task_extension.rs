@@ -452,3 +452,89 @@ async fn anonymous_callers_do_not_share_one_per_owner_cap() {
         assert_eq!(created["resultType"], "task", "{created}");
     }
 }
+
+#[tokio::test]
+async fn a_question_given_up_leaves_the_task_and_keys_are_never_reused() {
+    let server = Server::builder()
+        .name("withdraw", "1.0.0")
+        .tool_with(
+            with_support("patient", "optional"),
+            |ctx: Ctx, _: Wait| async move {
+                // Asks, gives up after a while, and works on without the answer.
+                let waited = tokio::time::timeout(
+                    Duration::from_millis(150),
+                    ctx.input_key("k").elicit(question("k")),
+                )
+                .await;
+                assert!(waited.is_err(), "no one answered");
+                let again = ctx.input_key("k").elicit(question("k")).await;
+                let refused = again.is_err_and(|e| e.to_string().contains("already asked"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(format!("refused again: {refused}"))
+            },
+        )
+        .build()
+        .expect("server");
+    let client = connect(&server);
+    let created = call(&client, "patient", json!({})).await;
+    let id = created["taskId"].as_str().expect("id");
+    let parked = until(&client, id, "input_required").await;
+    assert!(parked["inputRequests"].get("k").is_some(), "{parked}");
+    // Given up: the question is withdrawn and the task works on.
+    let mut now = parked;
+    for _ in 0..100 {
+        if now["status"] != "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        now = get(&client, id).await.expect("get");
+    }
+    assert_eq!(now["status"], "working", "{now}");
+    assert!(now.get("inputRequests").is_none());
+    let done = until(&client, id, "completed").await;
+    assert_eq!(text_of(&done["result"]), "refused again: true");
+}
+
+#[tokio::test]
+async fn a_task_past_its_ttl_stops_working() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use barrel_mcp::server::ServerConfig;
+    use barrel_mcp::task::TaskLimits;
+
+    let finished = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&finished);
+    let server = Server::builder()
+        .name("ttl", "1.0.0")
+        .config(ServerConfig {
+            task_limits: TaskLimits {
+                default_ttl: Duration::from_millis(150),
+                min_ttl: Duration::from_millis(100),
+                ..TaskLimits::default()
+            },
+            ..ServerConfig::default()
+        })
+        .tool_with(
+            with_support("endless", "optional"),
+            move |_: Ctx, _: Wait| {
+                let flag = Arc::clone(&flag);
+                async move {
+                    tokio::time::sleep(Duration::from_millis(600)).await;
+                    flag.store(true, Ordering::SeqCst);
+                    Ok("too late".to_owned())
+                }
+            },
+        )
+        .build()
+        .expect("server");
+    let client = connect(&server);
+    let created = call(&client, "endless", json!({})).await;
+    let id = created["taskId"].as_str().expect("id").to_owned();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(
+        !finished.load(Ordering::SeqCst),
+        "the work was stopped at the TTL"
+    );
+    assert_eq!(get(&client, &id).await.expect_err("expired").code.0, -32602);
+}
