@@ -31,5 +31,5 @@ pub mod names;
 mod routing;
 pub mod uri;
 
-pub use catalog::{Catalog, CatalogTool};
+pub use catalog::{Catalog, CatalogPrompt, CatalogResource, CatalogTool, ServerItems};
 pub use routing::{CallFailure, Host};

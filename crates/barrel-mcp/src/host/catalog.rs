@@ -1,13 +1,15 @@
-//! [`Catalog`]: one snapshot of the tools of every connected server, under exposed names.
+//! [`Catalog`]: one snapshot of what every connected server offers, under exposed names.
 //!
 //! A catalog is immutable: a rebuild makes a new one with a higher generation, so a call
-//! resolved against one snapshot is never affected by a rebuild halfway. Tools are sorted by
-//! exposed name (a byte-stable list for prompt caches). A server that is down contributes
-//! nothing: its tools leave the catalog and come back when it reconnects.
+//! resolved against one snapshot is never affected by a rebuild halfway. Tools and prompts are
+//! named by a [`NameTable`] each (`prefix__name`) and sorted by exposed name (byte-stable
+//! lists for prompt caches); resources and templates carry exposed URIs (`prefix+uri`, see
+//! [`super::uri`]). A server that is down contributes nothing: its items leave the catalog and
+//! come back when it reconnects.
 
 use std::collections::{BTreeMap, HashMap};
 
-use barrel_mcp_types::Tool;
+use barrel_mcp_types::{Prompt, Resource, ResourceTemplate, Tool};
 
 use super::format::ToolSpec;
 use super::names::{NamePolicy, NameTable};
@@ -42,59 +44,237 @@ impl CatalogTool {
     }
 }
 
-/// The tools of every connected server, under exposed names: immutable, a new one (a higher
-/// generation) per rebuild, sorted by exposed name.
+/// One prompt in a catalog.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CatalogPrompt {
+    /// The name downstream sees.
+    pub exposed: String,
+    /// The server it comes from.
+    pub server: String,
+    /// Its definition, as that server gave it (under its own name).
+    pub prompt: Prompt,
+}
+
+/// One resource (or resource template) in a catalog: its definition with the exposed URI.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CatalogResource<T> {
+    /// The server it comes from.
+    pub server: String,
+    /// Its definition, with `uri` (or `uriTemplate`) in the exposed form `prefix+uri`.
+    pub item: T,
+}
+
+/// What one server offers, as listed (every page).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ServerItems {
+    /// Its tools.
+    pub tools: Vec<Tool>,
+    /// Its prompts.
+    pub prompts: Vec<Prompt>,
+    /// Its resources.
+    pub resources: Vec<Resource>,
+    /// Its resource templates.
+    pub templates: Vec<ResourceTemplate>,
+    /// Its instructions for the model.
+    pub instructions: Option<String>,
+}
+
+/// What every connected server offers, under exposed names: immutable, a new one (a higher
+/// generation) per rebuild, sorted.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     /// Rises with every rebuild.
     pub generation: u64,
     tools: Vec<CatalogTool>,
     by_exposed: HashMap<String, usize>,
+    prompts: Vec<CatalogPrompt>,
+    prompts_by_exposed: HashMap<String, usize>,
+    resources: Vec<CatalogResource<Resource>>,
+    templates: Vec<CatalogResource<ResourceTemplate>>,
+    /// Each server's URI prefix (as written in URIs) to the server.
+    uri_prefixes: HashMap<String, String>,
+    instructions: Vec<(String, String)>,
 }
 
 impl Catalog {
-    /// A catalog of `lists` (each server's tools), named by `policies` within `max_len`.
+    /// A catalog of what each server offers, named by `policies` within `max_len`.
     pub fn build(
         generation: u64,
-        lists: &BTreeMap<String, Vec<Tool>>,
+        servers: &BTreeMap<String, ServerItems>,
         policies: &HashMap<String, NamePolicy>,
         max_len: usize,
     ) -> Result<Self, Error> {
-        let entries = lists.iter().flat_map(|(server, tools)| {
-            tools
-                .iter()
-                .map(move |t| (server.as_str(), t.name.as_str()))
-        });
-        let names = NameTable::build(entries, policies, max_len)?;
-        let mut tools: Vec<CatalogTool> = Vec::with_capacity(names.len());
-        let mut placed = std::collections::HashSet::new();
-        for (server, list) in lists {
-            for tool in list {
-                // A tool a server lists twice is there once.
-                if let Some(exposed) = names.exposed(server, &tool.name)
-                    && placed.insert(exposed)
-                {
-                    tools.push(CatalogTool {
-                        exposed: exposed.to_owned(),
-                        server: server.clone(),
-                        tool: tool.clone(),
-                    });
-                }
+        let (tools, by_exposed) = name_all(servers, policies, max_len, |s| &s.tools, |t| &t.name)
+            .map(|(placed, index)| {
+            let tools = placed
+                .into_iter()
+                .map(|(exposed, server, tool)| CatalogTool {
+                    exposed,
+                    server,
+                    tool: tool.clone(),
+                })
+                .collect();
+            (tools, index)
+        })?;
+        let (prompts, prompts_by_exposed) =
+            name_all(servers, policies, max_len, |s| &s.prompts, |p| &p.name).map(
+                |(placed, index)| {
+                    let prompts = placed
+                        .into_iter()
+                        .map(|(exposed, server, prompt)| CatalogPrompt {
+                            exposed,
+                            server,
+                            prompt: prompt.clone(),
+                        })
+                        .collect();
+                    (prompts, index)
+                },
+            )?;
+        let mut uri_prefixes = HashMap::new();
+        let mut resources = Vec::new();
+        let mut templates = Vec::new();
+        let mut instructions = Vec::new();
+        let default_policy = NamePolicy::default();
+        for (server, items) in servers {
+            let policy = policies.get(server).unwrap_or(&default_policy);
+            let prefix = super::names::prefix_for(server, policy)?;
+            if let Some(other) =
+                uri_prefixes.insert(super::uri::scheme_prefix(&prefix), server.clone())
+            {
+                return Err(Error::Definition(format!(
+                    "servers {other:?} and {server:?} have one URI prefix ({prefix:?})"
+                )));
+            }
+            for resource in &items.resources {
+                let mut item = resource.clone();
+                item.uri = super::uri::expose(&prefix, &resource.uri);
+                resources.push(CatalogResource {
+                    server: server.clone(),
+                    item,
+                });
+            }
+            for template in &items.templates {
+                let mut item = template.clone();
+                item.uri_template = super::uri::expose(&prefix, &template.uri_template);
+                templates.push(CatalogResource {
+                    server: server.clone(),
+                    item,
+                });
+            }
+            if let Some(text) = items
+                .instructions
+                .as_deref()
+                .filter(|t| !t.trim().is_empty())
+            {
+                instructions.push((server.clone(), text.to_owned()));
             }
         }
-        tools.sort_by(|a, b| a.exposed.cmp(&b.exposed));
-        let by_exposed = tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.exposed.clone(), i))
-            .collect();
+        resources.sort_by(|a, b| a.item.uri.cmp(&b.item.uri));
+        templates.sort_by(|a, b| a.item.uri_template.cmp(&b.item.uri_template));
         Ok(Self {
             generation,
             tools,
             by_exposed,
+            prompts,
+            prompts_by_exposed,
+            resources,
+            templates,
+            uri_prefixes,
+            instructions,
         })
     }
 
+    /// The prompts, sorted by exposed name.
+    pub fn prompts(&self) -> &[CatalogPrompt] {
+        &self.prompts
+    }
+
+    /// The prompt exposed as `name`.
+    pub fn prompt(&self, name: &str) -> Option<&CatalogPrompt> {
+        self.prompts_by_exposed.get(name).map(|&i| &self.prompts[i])
+    }
+
+    /// The resources, with exposed URIs, sorted by them.
+    pub fn resources(&self) -> &[CatalogResource<Resource>] {
+        &self.resources
+    }
+
+    /// The resource templates, with exposed URI templates, sorted by them.
+    pub fn templates(&self) -> &[CatalogResource<ResourceTemplate>] {
+        &self.templates
+    }
+
+    /// The server and raw URI behind an exposed URI: the prefix alone routes it, so a URI no
+    /// listing showed (one a template makes) resolves too.
+    pub fn resolve_uri<'a>(&self, exposed: &'a str) -> Option<(&str, &'a str)> {
+        let (prefix, raw) = super::uri::resolve(exposed)?;
+        let server = self.uri_prefixes.get(prefix)?;
+        Some((server.as_str(), raw))
+    }
+
+    /// The exposed form of `uri` on `server`, if the server is in the catalog.
+    pub fn expose_uri(&self, server: &str, uri: &str) -> Option<String> {
+        self.uri_prefixes
+            .iter()
+            .find(|(_, s)| s.as_str() == server)
+            .map(|(prefix, _)| format!("{prefix}+{uri}"))
+    }
+
+    /// Every server's instructions, one section each (`## server`), in server order; `None`
+    /// when no server gave any.
+    pub fn instructions(&self) -> Option<String> {
+        if self.instructions.is_empty() {
+            return None;
+        }
+        let sections: Vec<String> = self
+            .instructions
+            .iter()
+            .map(|(server, text)| format!("## {server}\n\n{}", text.trim()))
+            .collect();
+        Some(sections.join("\n\n"))
+    }
+}
+
+/// Names the items `list` picks out of each server (tools, or prompts) with one table: the
+/// items placed (exposed name, server, item; a name a server lists twice, once), sorted by
+/// exposed name, and their index.
+#[allow(clippy::type_complexity)]
+fn name_all<'a, T>(
+    servers: &'a BTreeMap<String, ServerItems>,
+    policies: &HashMap<String, NamePolicy>,
+    max_len: usize,
+    list: impl Fn(&'a ServerItems) -> &'a Vec<T>,
+    name: impl Fn(&'a T) -> &'a str,
+) -> Result<(Vec<(String, String, &'a T)>, HashMap<String, usize>), Error> {
+    let (list, name) = (&list, &name);
+    let entries = servers
+        .iter()
+        .flat_map(|(server, items)| list(items).iter().map(move |t| (server.as_str(), name(t))));
+    let names = NameTable::build(entries, policies, max_len)?;
+    let mut placed: Vec<(String, String, &'a T)> = Vec::with_capacity(names.len());
+    let mut seen = std::collections::HashSet::new();
+    for (server, items) in servers {
+        for item in list(items) {
+            if let Some(exposed) = names.exposed(server, name(item))
+                && seen.insert(exposed)
+            {
+                placed.push((exposed.to_owned(), server.clone(), item));
+            }
+        }
+    }
+    placed.sort_by(|a, b| a.0.cmp(&b.0));
+    let index = placed
+        .iter()
+        .enumerate()
+        .map(|(i, (exposed, _, _))| (exposed.clone(), i))
+        .collect();
+    Ok((placed, index))
+}
+
+impl Catalog {
     /// Every tool, sorted by exposed name.
     pub fn tools(&self) -> &[CatalogTool] {
         &self.tools

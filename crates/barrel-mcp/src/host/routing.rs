@@ -4,13 +4,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use barrel_mcp_types::{CallToolParams, CallToolResult};
+use barrel_mcp_types::{
+    CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult,
+    ReadResourceParams, ReadResourceResult,
+};
 
-use super::catalog::Catalog;
+use super::catalog::{Catalog, ServerItems};
 use super::format::{ToolCall, error_result};
 use super::names::{DEFAULT_MAX_LEN, NamePolicy};
 use crate::Error;
-use crate::client::{Backoff, ClientBuilder, Clients, ServersFile};
+use crate::client::{Backoff, Client, ClientBuilder, Clients, ServerStatus, ServersFile};
 
 /// Why a routed call did not reach a tool, or what the tool's server answered instead.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,14 +144,11 @@ impl Host {
             let Some(client) = self.inner.clients.get(&server) else {
                 continue;
             };
-            if client.capabilities().tools.is_none() {
-                continue;
-            }
-            match client.list_all_tools().await {
-                Ok(tools) => {
-                    lists.insert(server, tools);
+            match list_everything(&client).await {
+                Ok(items) => {
+                    lists.insert(server, items);
                 }
-                Err(error) => tracing::warn!(%server, %error, "listing tools failed; left out"),
+                Err(error) => tracing::warn!(%server, %error, "listing failed; left out"),
             }
         }
         let generation = self.catalog().generation + 1;
@@ -195,7 +195,15 @@ impl Host {
         };
         let params = CallToolParams::new(&entry.tool.name).with_arguments(arguments);
         match client.call_tool(params).await {
-            Ok(result) => (result, None),
+            Ok(mut result) => {
+                // Links and embedded resources name URIs the host can read back.
+                for block in &mut result.content {
+                    if let Ok(exposed) = expose_uris(&catalog, &entry.server, block.clone()) {
+                        *block = exposed;
+                    }
+                }
+                (result, None)
+            }
             Err(error) => {
                 let text = format!("server {}: {error}", entry.server);
                 (
@@ -204,6 +212,67 @@ impl Host {
                 )
             }
         }
+    }
+
+    /// Reads the resource at an exposed URI (`prefix+uri`, as the catalog lists it or a
+    /// template makes it) from its server; the URIs in the contents come back exposed.
+    pub async fn read_resource(&self, exposed: &str) -> Result<ReadResourceResult, Error> {
+        let catalog = self.catalog();
+        let (server, raw) = catalog.resolve_uri(exposed).ok_or_else(|| {
+            Error::Rpc(ErrorObject::invalid_params(format!(
+                "no server has the URI {exposed:?}"
+            )))
+        })?;
+        let client = self.connected(server)?;
+        let mut result = client.read_resource(ReadResourceParams::new(raw)).await?;
+        for contents in &mut result.contents {
+            *contents = expose_uris(&catalog, server, contents.clone())?;
+        }
+        Ok(result)
+    }
+
+    /// Gets the prompt exposed as `name` from its server; resource URIs in its messages come
+    /// back exposed.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, Error> {
+        let catalog = self.catalog();
+        let entry = catalog.prompt(name).ok_or_else(|| {
+            Error::Rpc(ErrorObject::invalid_params(format!(
+                "unknown prompt {name:?}"
+            )))
+        })?;
+        let client = self.connected(&entry.server)?;
+        let params = GetPromptParams {
+            name: entry.prompt.name.clone(),
+            arguments: Some(arguments),
+            ..GetPromptParams::default()
+        };
+        let mut result = client.get_prompt(params).await?;
+        for message in &mut result.messages {
+            message.content = expose_uris(&catalog, &entry.server, message.content.clone())?;
+        }
+        Ok(result)
+    }
+
+    /// Every server's instructions, one section each (see [`Catalog::instructions`]).
+    pub fn instructions(&self) -> Option<String> {
+        self.catalog().instructions()
+    }
+
+    /// Where each server stands (connected, reconnecting, ...), by name.
+    pub fn health(&self) -> Vec<(String, ServerStatus)> {
+        self.inner.clients.list()
+    }
+
+    fn connected(&self, server: &str) -> Result<Client, Error> {
+        self.inner.clients.get(server).ok_or_else(|| {
+            Error::Rpc(ErrorObject::internal(format!(
+                "server {server} is unavailable"
+            )))
+        })
     }
 
     /// Routes a turn's calls concurrently; the outcomes keep the calls' order.
@@ -231,4 +300,39 @@ impl Host {
             })
             .collect()
     }
+}
+
+/// Everything a server offers (every page of each list it advertises) and its instructions.
+async fn list_everything(client: &Client) -> Result<ServerItems, Error> {
+    let capabilities = client.capabilities();
+    let mut items = ServerItems::default();
+    if capabilities.tools.is_some() {
+        items.tools = client.list_all_tools().await?;
+    }
+    if capabilities.prompts.is_some() {
+        items.prompts = client.list_all_prompts().await?;
+    }
+    if capabilities.resources.is_some() {
+        items.resources = client.list_all_resources().await?;
+        items.templates = client.list_all_resource_templates().await?;
+    }
+    items.instructions = client.instructions().map(str::to_owned);
+    Ok(items)
+}
+
+/// `item` (a content block or resource contents) with its URIs in the exposed form of
+/// `server`'s.
+fn expose_uris<T: serde::Serialize + serde::de::DeserializeOwned>(
+    catalog: &Catalog,
+    server: &str,
+    item: T,
+) -> Result<T, Error> {
+    let mut value = [serde_json::to_value(item)?];
+    super::uri::rewrite_content(&mut value, &|uri| {
+        catalog
+            .expose_uri(server, uri)
+            .unwrap_or_else(|| uri.to_owned())
+    });
+    let [value] = value;
+    Ok(serde_json::from_value(value)?)
 }

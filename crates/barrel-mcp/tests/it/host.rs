@@ -5,8 +5,12 @@
 use barrel_mcp::client::{Backoff, Client, Clients};
 use barrel_mcp::host::format::{self, Provider};
 use barrel_mcp::host::{CallFailure, Host};
-use barrel_mcp::server::{Ctx, Server};
+use barrel_mcp::server::{Ctx, ResourceRequest, Server};
 use barrel_mcp::transport::memory;
+use barrel_mcp::types::{
+    ContentBlock, GetPromptResult, Prompt, PromptMessage, Resource, ResourceContents,
+    ResourceTemplate, Role,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -30,6 +34,28 @@ fn server(name: &'static str) -> Server {
             "A name no model API takes",
             |_: Ctx, _: Say| async move { Ok("dotted".to_owned()) },
         )
+        .instructions(format!("{name} says things back"))
+        .text_resource(
+            Resource::new("memo://readme", "readme"),
+            format!("{name} readme"),
+        )
+        .resource_template(
+            ResourceTemplate::new("memo://notes/{id}", "note"),
+            move |_: Ctx, request: ResourceRequest| async move {
+                let id = request.variables.get("id").cloned().unwrap_or_default();
+                Ok(vec![ResourceContents::text(
+                    request.uri,
+                    format!("{name} note {id}"),
+                )])
+            },
+        )
+        .prompt(Prompt::new("cite"), move |_: Ctx, _| async move {
+            let link = ContentBlock::resource(ResourceContents::text("memo://readme", "quoted"));
+            Ok(GetPromptResult::new(vec![PromptMessage::new(
+                Role::User,
+                link,
+            )]))
+        })
         .build()
         .expect("server")
 }
@@ -172,4 +198,79 @@ async fn a_host_from_a_servers_file() {
     );
     host.clients().stop_all().await;
     remote.stop().await;
+}
+
+#[tokio::test]
+async fn resources_and_prompts_of_every_server_in_one_namespace() {
+    within(async {
+        let host = Host::new(clients(&["alpha", "beta"]).await);
+        let catalog = host.refresh().await.expect("catalog");
+        let uris: Vec<&str> = catalog
+            .resources()
+            .iter()
+            .map(|r| r.item.uri.as_str())
+            .collect();
+        assert_eq!(uris, ["alpha+memo://readme", "beta+memo://readme"]);
+        let templates: Vec<&str> = catalog
+            .templates()
+            .iter()
+            .map(|t| t.item.uri_template.as_str())
+            .collect();
+        assert_eq!(
+            templates,
+            ["alpha+memo://notes/{id}", "beta+memo://notes/{id}"]
+        );
+        let prompts: Vec<&str> = catalog
+            .prompts()
+            .iter()
+            .map(|p| p.exposed.as_str())
+            .collect();
+        assert_eq!(prompts, ["alpha__cite", "beta__cite"]);
+        // A listed URI, and one only a template makes: the prefix routes both.
+        let read = host
+            .read_resource("beta+memo://readme")
+            .await
+            .expect("read");
+        let text = serde_json::to_value(&read.contents[0]).expect("json");
+        assert_eq!(text["text"], "beta readme");
+        assert_eq!(
+            text["uri"], "beta+memo://readme",
+            "contents carry the exposed URI"
+        );
+        let note = host
+            .read_resource("alpha+memo://notes/7")
+            .await
+            .expect("note");
+        assert_eq!(
+            serde_json::to_value(&note.contents[0]).expect("json")["text"],
+            "alpha note 7"
+        );
+        assert!(host.read_resource("gamma+memo://readme").await.is_err());
+        assert!(host.read_resource("memo://readme").await.is_err());
+        // A prompt's embedded resource comes back under the exposed URI.
+        let prompt = host
+            .get_prompt("beta__cite", Default::default())
+            .await
+            .expect("prompt");
+        let message = serde_json::to_value(&prompt.messages[0]).expect("json");
+        assert_eq!(message["content"]["resource"]["uri"], "beta+memo://readme");
+        assert!(
+            host.get_prompt("beta__nope", Default::default())
+                .await
+                .is_err()
+        );
+        let instructions = host.instructions().expect("instructions");
+        assert_eq!(
+            instructions,
+            "## alpha\n\nalpha says things back\n\n## beta\n\nbeta says things back"
+        );
+        let health = host.health();
+        assert_eq!(health.len(), 2);
+        assert!(
+            health
+                .iter()
+                .all(|(_, s)| *s == barrel_mcp::client::ServerStatus::Connected)
+        );
+    })
+    .await;
 }
