@@ -32,4 +32,4 @@ mod routing;
 pub mod uri;
 
 pub use catalog::{Catalog, CatalogPrompt, CatalogResource, CatalogTool, ServerItems};
-pub use routing::{CallFailure, Host};
+pub use routing::{CallFailure, DEFAULT_DEBOUNCE, Host};

@@ -85,6 +85,10 @@ pub struct ClientBuilder {
     pub(crate) handler: Arc<dyn DynHandler>,
     pub(crate) mode: VersionMode,
     pub(crate) config: ClientConfig,
+    /// Woken when what the server offers may have changed: a `list_changed` notification, or
+    /// (under a [`Clients`](super::Clients) registry) a connection made or lost. The host
+    /// rebuilds its catalog on it.
+    pub(crate) changes: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -104,6 +108,7 @@ impl Default for ClientBuilder {
             info: Implementation::new("barrel-mcp", env!("CARGO_PKG_VERSION")),
             capabilities: None,
             handler: Arc::new(Erased(Arc::new(NoHandler))),
+            changes: None,
             mode: VersionMode::Auto,
             config: ClientConfig::default(),
         }
@@ -203,6 +208,14 @@ impl ClientBuilder {
             interval,
             failure_threshold: failure_threshold.max(1),
         });
+        self
+    }
+
+    /// Wakes `changes` whenever what the server offers may have changed: a `list_changed`
+    /// notification and, under a [`Clients`](super::Clients) registry, a connection made or
+    /// lost. A host rebuilds its catalog on it (`host::Host::changes`, feature `host`).
+    pub fn on_changes(mut self, changes: Arc<tokio::sync::Notify>) -> Self {
+        self.changes = Some(changes);
         self
     }
 

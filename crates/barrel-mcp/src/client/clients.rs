@@ -218,6 +218,9 @@ async fn supervise<F, Fut, T>(
 {
     let set = |client: Option<Client>, status: ServerStatus| {
         state.send_replace(State { client, status });
+        if let Some(changes) = &builder.changes {
+            changes.notify_one();
+        }
     };
     let mut attempt = 0u32;
     loop {

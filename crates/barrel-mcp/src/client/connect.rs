@@ -57,6 +57,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
     tokio::spawn(dispatch::pump(queue_rx, Arc::clone(&builder.handler)));
     let cache = Arc::new(ResponseCache::new(config.response_cache_entries));
     let dispatch = Arc::new(Dispatch {
+        changes: builder.changes.clone(),
         cache: Arc::clone(&cache),
         handler: Arc::clone(&builder.handler),
         queue,

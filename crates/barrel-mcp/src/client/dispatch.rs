@@ -27,6 +27,8 @@ pub(crate) enum Event {
 }
 
 pub(crate) struct Dispatch {
+    /// Woken by `list_changed` notifications (see `ClientBuilder::changes`).
+    pub(crate) changes: Option<Arc<tokio::sync::Notify>>,
     /// Dropped from as notifications say what changed.
     pub(crate) cache: Arc<ResponseCache>,
     pub(crate) handler: Arc<dyn DynHandler>,
@@ -93,6 +95,11 @@ impl Handler for Dispatch {
     fn on_notification(&self, notification: Notification, _peer: &Peer) {
         self.cache
             .invalidate(&notification.method, notification.params.as_ref());
+        if notification.method.ends_with("/list_changed")
+            && let Some(changes) = &self.changes
+        {
+            changes.notify_one();
+        }
         let notification = ServerNotification::parse(notification);
         let event = match &notification {
             ServerNotification::ResourceUpdated(p) => Some(Event::Updated(p.clone())),

@@ -1,8 +1,12 @@
 //! [`Host`]: the catalog over many servers and the routing of a model's tool calls.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
 
 use barrel_mcp_types::{
     CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult,
@@ -52,10 +56,27 @@ struct Inner {
     clients: Clients,
     policies: HashMap<String, NamePolicy>,
     max_len: usize,
-    catalog: RwLock<Arc<Catalog>>,
+    /// The current catalog, and every rebuild announced to subscribers.
+    catalog: watch::Sender<Arc<Catalog>>,
     /// One refresh at a time, so an older listing never replaces a newer catalog.
     refreshing: tokio::sync::Mutex<()>,
+    /// Woken when a server's lists may have changed (see [`Host::changes`]).
+    changes: Arc<Notify>,
+    /// How long the rebuild waits after a change for more (milliseconds).
+    debounce_ms: AtomicU64,
+    /// Stops the rebuilding task when the last handle goes.
+    stop: CancellationToken,
 }
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The wait after a change before the catalog is rebuilt, so a burst of changes (a server
+/// adding ten tools) makes one rebuild.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,15 +100,47 @@ impl Host {
         policies: HashMap<String, NamePolicy>,
         max_len: usize,
     ) -> Self {
-        Self {
+        let host = Self {
             inner: Arc::new(Inner {
                 clients,
                 policies,
                 max_len,
-                catalog: RwLock::new(Arc::new(Catalog::default())),
+                catalog: watch::Sender::new(Arc::new(Catalog::default())),
                 refreshing: tokio::sync::Mutex::new(()),
+                changes: Arc::new(Notify::new()),
+                debounce_ms: AtomicU64::new(millis(DEFAULT_DEBOUNCE)),
+                stop: CancellationToken::new(),
             }),
+        };
+        // Outside a runtime there is nothing to run the rebuilds on: `refresh` by hand.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(rebuild_on_changes(
+                Arc::downgrade(&host.inner),
+                Arc::clone(&host.inner.changes),
+                host.inner.stop.clone(),
+            ));
         }
+        host
+    }
+
+    /// What wakes the host's rebuilds: give it to the [`ClientBuilder::on_changes`] of the
+    /// clients behind a host built with [`Host::new`] ([`Host::from_servers`] does it itself),
+    /// and every `list_changed`, connection and disconnection rebuilds the catalog (after
+    /// [`Host::set_debounce`]; subscribers see each new one).
+    pub fn changes(&self) -> Arc<Notify> {
+        Arc::clone(&self.inner.changes)
+    }
+
+    /// How long a rebuild waits after a change for more ([`DEFAULT_DEBOUNCE`]).
+    pub fn set_debounce(&self, wait: Duration) {
+        self.inner
+            .debounce_ms
+            .store(millis(wait), Ordering::Relaxed);
+    }
+
+    /// Every new catalog as it is built.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
+        self.inner.catalog.subscribe()
     }
 
     /// A host over the servers of a servers file (`mcpServers` or VS Code `servers`), each
@@ -99,8 +152,10 @@ impl Host {
         backoff: Backoff,
     ) -> Result<Self, Error> {
         let clients = Clients::new();
-        file.start_all(&clients, builder, backoff)?;
-        Ok(Self::new(clients))
+        let host = Self::new(clients);
+        let builder = builder.clone().on_changes(host.changes());
+        file.start_all(host.clients(), &builder, backoff)?;
+        Ok(host)
     }
 
     /// Waits until every server is connected, for at most `limit`; returns the names of those
@@ -126,13 +181,7 @@ impl Host {
 
     /// The current catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(
-            &self
-                .inner
-                .catalog
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Arc::clone(&self.inner.catalog.borrow())
     }
 
     /// Lists every connected server's tools and swaps in a new catalog. Fails only when the
@@ -158,11 +207,7 @@ impl Host {
             &self.inner.policies,
             self.inner.max_len,
         )?);
-        *self
-            .inner
-            .catalog
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&catalog);
+        self.inner.catalog.send_replace(Arc::clone(&catalog));
         Ok(catalog)
     }
 
@@ -335,4 +380,30 @@ fn expose_uris<T: serde::Serialize + serde::de::DeserializeOwned>(
     });
     let [value] = value;
     Ok(serde_json::from_value(value)?)
+}
+
+/// Rebuilds the catalog after each burst of changes, until the host is gone.
+async fn rebuild_on_changes(host: Weak<Inner>, changes: Arc<Notify>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = changes.notified() => {}
+            () = stop.cancelled() => return,
+        }
+        let Some(inner) = host.upgrade() else {
+            return;
+        };
+        let wait = Duration::from_millis(inner.debounce_ms.load(Ordering::Relaxed));
+        let host = Host { inner };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = stop.cancelled() => return,
+        }
+        if let Err(error) = host.refresh().await {
+            tracing::warn!(%error, "the catalog could not be rebuilt");
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

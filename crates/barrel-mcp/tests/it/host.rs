@@ -274,3 +274,62 @@ async fn resources_and_prompts_of_every_server_in_one_namespace() {
     })
     .await;
 }
+
+/// `list_changed` from a server, and its connection lost and made again, rebuild the catalog
+/// (debounced) without anyone calling `refresh`; subscribers see each new catalog.
+#[tokio::test]
+async fn the_catalog_follows_list_changes_and_reconnections() {
+    use std::time::Duration;
+
+    use barrel_mcp::server::ToolHandler;
+    use barrel_mcp::types::Tool;
+
+    within(async {
+        let alpha = server("alpha");
+        let clients = Clients::new();
+        let host = Host::new(clients.clone());
+        host.set_debounce(Duration::from_millis(20));
+        let served = alpha.clone();
+        clients.start(
+            "alpha",
+            Client::builder()
+                .name("host-test", "1.0.0")
+                .on_changes(host.changes()),
+            Backoff::default(),
+            move || {
+                let (a, b) = memory();
+                let server = served.clone();
+                tokio::spawn(async move { server.serve(b).await });
+                async move { Ok(a) }
+            },
+        );
+        let mut catalogs = host.subscribe();
+        // Connecting is a change: the first catalog arrives by itself.
+        let first = catalogs
+            .wait_for(|c| c.tool("alpha__echo").is_some())
+            .await
+            .expect("a catalog")
+            .clone();
+        assert!(first.tool("alpha__new").is_none());
+        // The server adds a tool: its `list_changed` rebuilds the catalog.
+        alpha
+            .add_tool(
+                Tool::new("new", Tool::empty_input_schema()),
+                ToolHandler::raw(|_: Ctx, _| async move { Ok("new".to_owned()) }),
+            )
+            .expect("added");
+        let second = catalogs
+            .wait_for(|c| c.tool("alpha__new").is_some())
+            .await
+            .expect("rebuilt")
+            .clone();
+        assert!(second.generation > first.generation);
+        // Gone: its items leave the catalog.
+        assert!(clients.stop("alpha").await);
+        catalogs
+            .wait_for(|c| c.tools().is_empty())
+            .await
+            .expect("emptied");
+    })
+    .await;
+}
