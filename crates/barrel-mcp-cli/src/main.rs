@@ -7,6 +7,7 @@ mod client_commands;
 mod demo;
 #[cfg(feature = "auth")]
 mod hash_commands;
+mod host_commands;
 #[cfg(feature = "oauth")]
 mod login_commands;
 #[cfg(feature = "auth")]
@@ -80,6 +81,8 @@ enum Command {
     },
     #[command(flatten)]
     Client(Box<client_commands::ClientCommand>),
+    #[command(flatten)]
+    Host(host_commands::HostCommand),
     #[cfg(feature = "auth")]
     #[command(flatten)]
     Hash(hash_commands::HashCommand),
@@ -113,6 +116,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     match cli.command {
         Command::Client(command) => client_commands::run(&runtime, *command),
+        Command::Host(command) => host_commands::run(&runtime, command),
         #[cfg(feature = "auth")]
         Command::Hash(command) => hash_commands::run(command),
         #[cfg(feature = "oauth")]

@@ -784,3 +784,55 @@ fn a_server_from_a_servers_file() {
     assert!(err.contains("no server \"off\" (known: demo)"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn one_catalog_over_two_servers_and_a_routed_call() {
+    let bin = env!("CARGO_BIN_EXE_barrel-mcp");
+    let dir = std::env::temp_dir().join(format!("barrel-mcp-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("mcp.json");
+    let server = serde_json::json!({ "command": bin, "args": ["serve", "--stdio"] });
+    let config = serde_json::json!({ "mcpServers": { "one": server, "two": server } });
+    std::fs::write(&file, config.to_string()).expect("write");
+    let run = |args: &[&str]| {
+        Command::new(bin)
+            .args(args)
+            .arg("--config")
+            .arg(&file)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs")
+    };
+    let catalog = run(&["catalog"]);
+    assert_eq!(catalog.status.code(), Some(0), "{catalog:?}");
+    let listed = String::from_utf8_lossy(&catalog.stdout);
+    for line in [
+        "tool      one__echo",
+        "tool      two__echo",
+        "resource  two+demo://readme",
+    ] {
+        assert!(listed.contains(line), "{line} in {listed}");
+    }
+    let openai = run(&["catalog", "--format", "openai-chat"]);
+    let tools: Value = serde_json::from_slice(&openai.stdout).expect("json");
+    assert!(
+        tools
+            .as_array()
+            .expect("array")
+            .iter()
+            .any(|t| t["function"]["name"] == "two__add")
+    );
+    let call = r#"{"choices":[{"message":{"tool_calls":[{"id":"c1","type":"function","function":{"name":"two__add","arguments":"{\"a\":2,\"b\":3}"}}]}}]}"#;
+    let routed = run(&["route", "--format", "openai-chat", call]);
+    assert_eq!(routed.status.code(), Some(0), "{routed:?}");
+    let messages: Value = serde_json::from_slice(&routed.stdout).expect("json");
+    assert_eq!(messages[0]["role"], "tool");
+    assert_eq!(messages[0]["tool_call_id"], "c1");
+    assert!(messages.to_string().contains("5.0"), "{messages}");
+    let read = run(&["catalog", "--read", "one+demo://readme"]);
+    let contents: Value = serde_json::from_slice(&read.stdout).expect("json");
+    assert_eq!(contents[0]["uri"], "one+demo://readme");
+    let unknown = run(&["route", "--format", "gemini", r#"{"candidates":[]}"#]);
+    assert_eq!(unknown.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}

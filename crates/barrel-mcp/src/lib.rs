@@ -90,6 +90,6 @@ pub use barrel_mcp_types as types;
 pub use error::{Error, HttpError, Result};
 
 /// The README's Rust examples, compiled as doctests so they stay true.
-#[cfg(all(doctest, feature = "auth", feature = "oauth-client"))]
+#[cfg(all(doctest, feature = "auth", feature = "oauth-client", feature = "host"))]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
