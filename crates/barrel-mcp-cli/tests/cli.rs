@@ -348,6 +348,40 @@ where
     (server, addr)
 }
 
+/// Starts `barrel-mcp serve --http 127.0.0.1:0` (the plain demo) and reads the address it
+/// bound from its first line on stderr (no free-port race with the other tests); returns the
+/// server (killed when dropped) and its address.
+fn start_demo_server() -> (Reaped, String) {
+    use std::io::BufRead as _;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let server = Reaped(child);
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let first = lines
+        .next()
+        .expect("the server says where it listens")
+        .expect("a line");
+    // The rest is drained, so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    let url = first
+        .split_whitespace()
+        .find(|word| word.starts_with("http://") || word.starts_with("https://"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    let addr = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("host:port")
+        .to_owned();
+    (server, addr)
+}
+
 #[test]
 fn client_commands_reach_an_https_server_through_a_private_ca() {
     let binary = env!("CARGO_BIN_EXE_barrel-mcp");
@@ -717,7 +751,7 @@ fn client_at(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn a_detached_task_is_followed_waited_on_and_cancelled_by_id() {
-    let (_server, addr) = start_serve(std::iter::empty::<&str>());
+    let (_server, addr) = start_demo_server();
     let url = format!("http://{addr}/mcp");
     let start = |steps: &str| {
         let (code, out, err) = client_at(
