@@ -29,7 +29,9 @@ mod catalog;
 pub mod format;
 pub mod names;
 mod routing;
+mod sampling;
 pub mod uri;
 
 pub use catalog::{Catalog, CatalogPrompt, CatalogResource, CatalogTool, ServerItems};
 pub use routing::{CallFailure, DEFAULT_DEBOUNCE, Host};
+pub use sampling::SamplingHandler;

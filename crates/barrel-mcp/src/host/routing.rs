@@ -16,6 +16,7 @@ use barrel_mcp_types::{
 use super::catalog::{Catalog, ServerItems};
 use super::format::{ToolCall, error_result};
 use super::names::{DEFAULT_MAX_LEN, NamePolicy};
+use super::sampling::{SamplingHandler, ServerSampling};
 use crate::Error;
 use crate::client::{Backoff, Client, ClientBuilder, Clients, ServerStatus, ServersFile};
 
@@ -155,6 +156,33 @@ impl Host {
         let host = Self::new(clients);
         let builder = builder.clone().on_changes(host.changes());
         file.start_all(host.clients(), &builder, backoff)?;
+        Ok(host)
+    }
+
+    /// [`Host::from_servers`], with every server's sampling requests answered by `sampler`
+    /// (told which server asks). Each client declares the `sampling` capability; `builder`'s
+    /// own handler is replaced.
+    pub fn from_servers_sampling<S: SamplingHandler>(
+        file: &ServersFile,
+        builder: &ClientBuilder,
+        backoff: Backoff,
+        sampler: S,
+    ) -> Result<Self, Error> {
+        let host = Self::new(Clients::new());
+        let sampler = Arc::new(sampler);
+        let builder = builder.clone().on_changes(host.changes());
+        for (name, entry) in &file.servers {
+            let handler = ServerSampling {
+                server: name.clone(),
+                sampler: Arc::clone(&sampler),
+            };
+            entry.start(
+                host.clients(),
+                name,
+                builder.clone().handler(handler),
+                backoff,
+            )?;
+        }
         Ok(host)
     }
 

@@ -333,3 +333,82 @@ async fn the_catalog_follows_list_changes_and_reconnections() {
     })
     .await;
 }
+
+/// Servers' sampling requests reach the host application's one handler, named.
+#[cfg(all(feature = "http-client", feature = "http-server"))]
+#[tokio::test]
+async fn sampling_requests_of_every_server_reach_one_handler_named() {
+    use std::time::Duration;
+
+    use barrel_mcp::client::ServersFile;
+    use barrel_mcp::host::SamplingHandler;
+    use barrel_mcp::http::HttpConfig;
+    use barrel_mcp::types::{
+        CreateMessageParams, CreateMessageResult, ErrorObject, SamplingContent, SamplingMessage,
+    };
+
+    struct Model;
+
+    impl SamplingHandler for Model {
+        async fn create_message(
+            &self,
+            server: &str,
+            params: CreateMessageParams,
+        ) -> Result<CreateMessageResult, ErrorObject> {
+            let asked = serde_json::to_value(&params.messages[0]).expect("json");
+            Ok(CreateMessageResult {
+                role: Role::Assistant,
+                content: SamplingContent::text(format!(
+                    "for {server}: {}",
+                    asked["content"]["text"].as_str().unwrap_or_default()
+                )),
+                model: "scripted".into(),
+                stop_reason: None,
+                meta: None,
+            })
+        }
+    }
+
+    let asker = Server::builder()
+        .name("asker", "1.0.0")
+        .tool(
+            "ask",
+            "Asks the host's model",
+            |ctx: Ctx, say: Say| async move {
+                let params = CreateMessageParams::new(vec![SamplingMessage::user(say.text)], 50);
+                let answer = ctx.create_message(params).await?;
+                Ok(answer.text_content().unwrap_or_default().to_owned())
+            },
+        )
+        .build()
+        .expect("server");
+    let mut one = crate::http::TestServer::start_with(asker.clone(), HttpConfig::default()).await;
+    let mut two = crate::http::TestServer::start_with(asker, HttpConfig::default()).await;
+    let file = ServersFile::parse(&json!({ "mcpServers": {
+        "one": { "url": format!("http://{}/mcp", one.addr) },
+        "two": { "url": format!("http://{}/mcp", two.addr) }
+    }}))
+    .expect("file");
+    let host = Host::from_servers_sampling(
+        &file,
+        &Client::builder().name("host-test", "1.0.0"),
+        Backoff::default(),
+        Model,
+    )
+    .expect("host");
+    assert!(host.ready(Duration::from_secs(5)).await.is_empty());
+    within(host.refresh()).await.expect("catalog");
+    let calls = format::calls(
+        Provider::Anthropic,
+        &json!({"content": [
+            {"type": "tool_use", "id": "a", "name": "one__ask", "input": {"text": "hello"}},
+            {"type": "tool_use", "id": "b", "name": "two__ask", "input": {"text": "bonjour"}}
+        ]}),
+    );
+    let outcomes = within(host.call_all(&calls)).await;
+    assert_eq!(outcomes[0].1.text_content(), "for one: hello");
+    assert_eq!(outcomes[1].1.text_content(), "for two: bonjour");
+    host.clients().stop_all().await;
+    one.stop().await;
+    two.stop().await;
+}
