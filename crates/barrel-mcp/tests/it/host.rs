@@ -377,7 +377,7 @@ async fn sampling_requests_of_every_server_reach_one_handler_named() {
             |ctx: Ctx, say: Say| async move {
                 let params = CreateMessageParams::new(vec![SamplingMessage::user(say.text)], 50);
                 let answer = ctx.create_message(params).await?;
-                Ok(answer.text_content().unwrap_or_default().to_owned())
+                Ok(answer.text_content().unwrap_or_default())
             },
         )
         .build()
