@@ -292,7 +292,7 @@ impl Ctx {
         total: Option<f64>,
         message: Option<&str>,
     ) -> crate::Result<()> {
-        if let Some(task) = self.task() {
+        if let Some(task) = self.task().filter(|task| task.parks()) {
             // A 2026-07-28 task reports through its status message, never notifications.
             let note = match (message, total) {
                 (Some(message), _) => message.to_owned(),
@@ -337,7 +337,7 @@ impl Ctx {
                 .is_some_and(|threshold| level >= threshold),
         };
         // A 2026-07-28 task sends no log messages (the request they would go with is over).
-        if !wanted || self.is_cancelled() || self.task().is_some() {
+        if !wanted || self.is_cancelled() || self.task().is_some_and(|task| task.parks()) {
             return Ok(());
         }
         let params = log_params(level, logger, data)?;
@@ -431,14 +431,34 @@ impl Ctx {
     async fn ask(&self, key: Option<&str>, request: InputRequest) -> crate::Result<Value> {
         let caps = &self.inner.scope.client_capabilities;
         super::input::check_capability(&request, caps, self.inner.scope.is_stateless())?;
+        let timeout = self.inner.server.config().client_request_timeout;
         if let Some(task) = self.task() {
-            return task.ask(key, request, &self.inner.cancel).await;
+            if task.parks() {
+                return task.ask(key, request, &self.inner.cancel).await;
+            }
+            // 2025-11-25: the question goes to the client as a request naming the task, which
+            // is `input_required` until it is answered.
+            let _waiting = task.waiting_on_client().await?;
+            let cancel = &self.inner.cancel;
+            return super::input::ask_in_session(
+                &self.inner.peer,
+                cancel,
+                request,
+                timeout,
+                Some(task.id()),
+            )
+            .await;
         }
         match &self.inner.input {
             InputMode::Session => {
-                let timeout = self.inner.server.config().client_request_timeout;
-                super::input::ask_in_session(&self.inner.peer, &self.inner.cancel, request, timeout)
-                    .await
+                super::input::ask_in_session(
+                    &self.inner.peer,
+                    &self.inner.cancel,
+                    request,
+                    timeout,
+                    None,
+                )
+                .await
             }
             InputMode::Rounds(rounds) => rounds.ask(key, request),
         }

@@ -131,12 +131,14 @@ pub(crate) fn check_capability(
 }
 
 /// Sends the question as a request to the client and waits for the answer, giving up when the
-/// handler's request is cancelled or after `timeout`.
+/// handler's request is cancelled or after `timeout`. A question of a task (2025-11-25) names
+/// it in `_meta` (`related_task`).
 pub(crate) async fn ask_in_session(
     peer: &Peer,
     cancel: &CancellationToken,
     request: InputRequest,
     timeout: Duration,
+    related_task: Option<&str>,
 ) -> crate::Result<Value> {
     let method = request.method();
     let params = match request {
@@ -149,6 +151,19 @@ pub(crate) async fn ask_in_session(
         }
         InputRequest::CreateMessage(params) => Some(serde_json::to_value(params)?),
         InputRequest::ListRoots => None,
+    };
+    let params = match related_task {
+        None => params,
+        Some(id) => {
+            let mut params = params.unwrap_or_else(|| json!({}));
+            if let Value::Object(object) = &mut params {
+                object.insert(
+                    "_meta".into(),
+                    json!({ barrel_mcp_types::meta::RELATED_TASK_KEY: { "taskId": id } }),
+                );
+            }
+            Some(params)
+        }
     };
     let options = RequestOptions {
         timeout: Some(timeout),

@@ -23,6 +23,7 @@ use super::input::{InputMode, Rounds};
 use super::registry::ToolEntry;
 use super::request_state::{MAX_TOKEN_LEN, RequestState, params_digest};
 use super::task_extension::{self, TaskPlan};
+use super::task_input::TaskSlot;
 use crate::Error;
 use crate::auth::AuthInfo;
 use crate::peer::RequestContext;
@@ -188,7 +189,17 @@ pub(crate) async fn call_tool(
     raw: Option<Value>,
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
-    call_tool_as(server, scope, raw, cx, None).await
+    call_tool_as(server, scope, raw, cx, AsTask::No).await
+}
+
+/// How a `tools/call` relates to a task.
+pub(crate) enum AsTask {
+    /// A plain call.
+    No,
+    /// The work of a task that already exists (2025-11-25): its questions mark it.
+    Running(Arc<TaskSlot>),
+    /// A call that is, or may become, a 2026-07-28 task.
+    MayBecome(TaskPlan),
 }
 
 /// [`call_tool`], where the call is or may become a 2026-07-28 task (`plan`): the handler then
@@ -198,7 +209,7 @@ pub(crate) async fn call_tool_as(
     scope: Scope,
     raw: Option<Value>,
     cx: RequestContext,
-    plan: Option<TaskPlan>,
+    mode: AsTask,
 ) -> Result<Value, ErrorObject> {
     let raw = raw.unwrap_or_else(|| json!({}));
     let mut params: CallToolParams = decode(Some(raw.clone()))?;
@@ -221,10 +232,16 @@ pub(crate) async fn call_tool_as(
     let Value::Object(arguments) = arguments else {
         return Err(ErrorObject::internal("arguments are not an object"));
     };
-    let Some(plan) = plan else {
-        let (ctx, trip) = context(server, &scope, "tools/call", &raw, round, cx)?;
-        let result = (entry.handler.0)(ctx.clone(), arguments).await;
-        return finish_tool_call(server, &ctx, trip, &raw, &entry, &params.name, result);
+    let plan = match mode {
+        AsTask::No | AsTask::Running(_) => {
+            let (mut ctx, trip) = context(server, &scope, "tools/call", &raw, round, cx)?;
+            if let AsTask::Running(slot) = mode {
+                ctx.set_task_slot(slot);
+            }
+            let result = (entry.handler.0)(ctx.clone(), arguments).await;
+            return finish_tool_call(server, &ctx, trip, &raw, &entry, &params.name, result);
+        }
+        AsTask::MayBecome(plan) => plan,
     };
     // The work gets a token of its own: once the call is a task, it outlives this request.
     let request_cancel = cx.cancel.clone();

@@ -188,8 +188,14 @@ impl SessionHandle {
         let method = request.method();
         // The session's end fails the request; nothing else cancels it.
         let never = CancellationToken::new();
-        let value: Value =
-            input::ask_in_session(&self.peer, &never, request, self.client_request_timeout).await?;
+        let value: Value = input::ask_in_session(
+            &self.peer,
+            &never,
+            request,
+            self.client_request_timeout,
+            None,
+        )
+        .await?;
         serde_json::from_value(value).map_err(|e| {
             Error::Rpc(barrel_mcp_types::ErrorObject::invalid_params(format!(
                 "malformed answer to {method}: {e}"

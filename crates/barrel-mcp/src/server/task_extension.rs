@@ -124,7 +124,8 @@ pub(crate) async fn call(
             })
         }
     };
-    invoke::call_tool_as(server, scope, params, cx, plan).await
+    let mode = plan.map_or(invoke::AsTask::No, invoke::AsTask::MayBecome);
+    invoke::call_tool_as(server, scope, params, cx, mode).await
 }
 
 /// Runs a tool call's `work` under `plan`: answers with the task once it exists, or with the
@@ -244,6 +245,7 @@ async fn create(
         server.clone(),
         id.clone(),
         owner.clone(),
+        Era::Extension,
     )));
     created.insert("resultType".into(), json!("task"));
     Ok(Created {

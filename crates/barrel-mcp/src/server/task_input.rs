@@ -93,20 +93,67 @@ pub(crate) struct TaskInput {
     server: Server,
     id: String,
     owner: String,
+    era: Era,
+    /// Questions out to the client (2025-11-25): the task is `input_required` while any is.
+    outstanding: Arc<AtomicU32>,
     /// Every key asked so far: a key is unique over the task's life.
     used: Mutex<HashSet<String>>,
     next_key: AtomicU32,
 }
 
 impl TaskInput {
-    pub(crate) fn new(server: Server, id: String, owner: String) -> Self {
+    pub(crate) fn new(server: Server, id: String, owner: String, era: Era) -> Self {
         Self {
             server,
             id,
             owner,
+            era,
+            outstanding: Arc::new(AtomicU32::new(0)),
             used: Mutex::new(HashSet::new()),
             next_key: AtomicU32::new(0),
         }
+    }
+
+    /// The task id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// True when questions park the task for `tasks/update` (2026-07-28); false when they go
+    /// to the client as requests (2025-11-25).
+    pub(crate) fn parks(&self) -> bool {
+        self.era == Era::Extension
+    }
+
+    /// Marks the task `input_required` while a question is out to the client (2025-11-25);
+    /// dropping the guard marks it `working` again once no question is left.
+    pub(crate) async fn waiting_on_client(&self) -> crate::Result<ClientWait> {
+        if self.outstanding.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.set_status(TaskStatus::InputRequired).await;
+        }
+        Ok(ClientWait {
+            server: self.server.clone(),
+            id: self.id.clone(),
+            owner: self.owner.clone(),
+            era: self.era,
+            outstanding: Arc::clone(&self.outstanding),
+        })
+    }
+
+    async fn set_status(&self, status: TaskStatus) {
+        let change = move |t: &mut TaskRecord| {
+            if t.status == status {
+                return Ok(());
+            }
+            t.set_status(status)
+        };
+        let _ = self
+            .server
+            .inner
+            .tasks
+            .store
+            .update(&self.id, &self.owner, self.era, &change)
+            .await;
     }
 
     /// The key of the next question: `key` (refused when this task already used it), else
@@ -223,6 +270,49 @@ impl Drop for Pending<'_> {
                 let _ = tasks
                     .store
                     .update(&id, &owner, Era::Extension, &withdraw)
+                    .await;
+            });
+        }
+    }
+}
+
+/// A question out to the client of a 2025-11-25 task; see [`TaskInput::waiting_on_client`].
+pub(crate) struct ClientWait {
+    server: Server,
+    id: String,
+    owner: String,
+    era: Era,
+    outstanding: Arc<AtomicU32>,
+}
+
+impl Drop for ClientWait {
+    fn drop(&mut self) {
+        if self.outstanding.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return;
+        }
+        let (server, id, owner, era) = (
+            self.server.clone(),
+            self.id.clone(),
+            self.owner.clone(),
+            self.era,
+        );
+        let outstanding = Arc::clone(&self.outstanding);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let working = |t: &mut TaskRecord| {
+                    // Another question may have gone out meanwhile.
+                    if outstanding.load(Ordering::SeqCst) == 0
+                        && t.status == TaskStatus::InputRequired
+                    {
+                        t.set_status(TaskStatus::Working)?;
+                    }
+                    Ok(())
+                };
+                let _ = server
+                    .inner
+                    .tasks
+                    .store
+                    .update(&id, &owner, era, &working)
                     .await;
             });
         }

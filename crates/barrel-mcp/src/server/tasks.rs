@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::Server;
 use super::context::Scope;
 use super::invoke;
+use super::task_input::{TaskInput, TaskSlot};
 use crate::peer::RequestContext;
 use crate::task::{Era, TaskOutcome, TaskRecord, TaskStore, new_task_id};
 
@@ -201,10 +202,19 @@ pub(crate) async fn call_as_task(
         caller: cx.caller.clone(),
     };
     let runner = server.clone();
+    let slot = Arc::new(TaskSlot::eager());
+    slot.set(Arc::new(TaskInput::new(
+        server.clone(),
+        id.clone(),
+        owner.clone(),
+        Era::Sessions,
+    )));
     // The work on a task of its own: a panic in the handler fails the task (instead of leaving
     // it working).
-    let work =
-        tokio::spawn(async move { invoke::call_tool(&runner, scope, Some(raw), work_cx).await });
+    let work = tokio::spawn(async move {
+        let mode = invoke::AsTask::Running(slot);
+        invoke::call_tool_as(&runner, scope, Some(raw), work_cx, mode).await
+    });
     watch(server, id, owner, Era::Sessions, ttl, cancel, work);
     encode(&CreateTaskResult {
         task: created,

@@ -246,3 +246,41 @@ async fn a_handler_that_panics_fails_its_task() {
         .expect("get");
     assert_eq!(task["status"], "failed");
 }
+
+#[tokio::test]
+async fn a_task_asks_its_client_naming_itself() {
+    use barrel_mcp::types::ElicitRequestParams;
+
+    let server = Server::builder()
+        .name("asking", "1.0.0")
+        .tool_with(
+            with_support("asks", "optional"),
+            |ctx: Ctx, _: Wait| async move {
+                let form = ElicitRequestParams::form("Name?", barrel_mcp::types::JsonObject::new());
+                let answer = ctx.elicit(form).await?;
+                let name = answer.content.and_then(|c| c.get("name").cloned());
+                Ok(format!("hello {}", name.unwrap_or_default()))
+            },
+        )
+        .build()
+        .expect("server");
+    let (client, _) = session(&server, "2025-11-25").await;
+    let id = start(&client, "asks", 0).await;
+    let result = client
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .expect("the result");
+    assert_eq!(result["content"][0]["text"], "hello \"Ada\"");
+    let asked = client.asked.lock().expect("asked").clone();
+    let (method, params) = asked.last().expect("a question");
+    assert_eq!(method, "elicitation/create");
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(id)
+    );
+    let task = client
+        .request("tasks/get", json!({"taskId": id}))
+        .await
+        .expect("get");
+    assert_eq!(task["status"], "completed");
+}
