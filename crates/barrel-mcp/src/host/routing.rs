@@ -9,7 +9,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use barrel_mcp_types::{
-    CallToolParams, CallToolResult, ErrorObject, GetPromptParams, GetPromptResult,
+    CallToolParams, CallToolResult, ContentBlock, ErrorObject, GetPromptParams, GetPromptResult,
     ReadResourceParams, ReadResourceResult,
 };
 
@@ -271,7 +271,13 @@ impl Host {
             Ok(mut result) => {
                 // Links and embedded resources name URIs the host can read back.
                 for block in &mut result.content {
-                    if let Ok(exposed) = expose_uris(&catalog, &entry.server, block.clone()) {
+                    let names_a_uri = matches!(
+                        block,
+                        ContentBlock::ResourceLink(_) | ContentBlock::Resource(_)
+                    );
+                    if names_a_uri
+                        && let Ok(exposed) = expose_uris(&catalog, &entry.server, block.clone())
+                    {
                         *block = exposed;
                     }
                 }
