@@ -11,4 +11,5 @@ mod http;
 mod peer;
 mod server;
 mod skills;
+mod source_rules;
 mod support;
