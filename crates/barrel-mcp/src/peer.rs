@@ -78,6 +78,10 @@ pub struct PeerConfig {
     /// caller catches up, so a chatty peer cannot grow memory through a slow callback
     /// (default 256).
     pub progress_queue: usize,
+    /// The longest string request id accepted, in bytes (default 256). A longer one is
+    /// answered -32600 at once (echoed, so the answer still finds its request) and never kept
+    /// in the in-flight table or written to the logs.
+    pub max_request_id_length: usize,
 }
 
 impl Default for PeerConfig {
@@ -91,6 +95,7 @@ impl Default for PeerConfig {
             progress_queue: 256,
             close_grace: Duration::from_secs(2),
             handler_grace: Duration::from_secs(1),
+            max_request_id_length: 256,
         }
     }
 }

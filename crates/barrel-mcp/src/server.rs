@@ -106,6 +106,11 @@ pub struct ServerConfig {
     /// The bounds of tasks (per requestor and in all, TTLs, the poll interval). Default
     /// [`TaskLimits::default`](crate::task::TaskLimits::default).
     pub task_limits: crate::task::TaskLimits,
+    /// Refuse (as not found) a URI that a resource template matches only with a `..` path
+    /// segment in a variable's decoded value (`file:///{path}` with `%2E%2E%2Fetc`): handlers
+    /// that join values into paths then never see one. Default true; a server whose values may
+    /// hold `..` legitimately turns it off and checks values itself.
+    pub reject_dot_segments: bool,
     /// Connection limits of the JSON-RPC peer.
     pub peer: PeerConfig,
 }
@@ -126,6 +131,7 @@ impl Default for ServerConfig {
             max_running_handlers: 4096,
             handler_timeout: None,
             task_limits: crate::task::TaskLimits::default(),
+            reject_dot_segments: true,
             peer: PeerConfig::default(),
         }
     }

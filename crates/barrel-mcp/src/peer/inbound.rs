@@ -52,6 +52,26 @@ async fn on_request(
 ) {
     let shared = &peer.shared;
     let id = request.id.clone();
+    if let RequestId::String(text) = &id
+        && text.len() > shared.config.max_request_id_length
+    {
+        let limit = shared.config.max_request_id_length;
+        tracing::debug!(
+            length = text.len(),
+            limit,
+            method = %request.method,
+            "request refused: its id is too long"
+        );
+        let error = ErrorObject::invalid_request(format!(
+            "request id too long ({} bytes, at most {limit})",
+            text.len()
+        ));
+        // Not in flight: nothing to take out of the table afterwards.
+        shared
+            .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
+            .await;
+        return;
+    }
     let admitted = {
         let mut in_flight = lock(&shared.in_flight);
         if in_flight.contains_key(&id) {

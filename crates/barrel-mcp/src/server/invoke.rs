@@ -312,7 +312,12 @@ pub(crate) async fn read_resource(
 ) -> Result<Value, ErrorObject> {
     let raw = raw.unwrap_or_else(|| json!({}));
     let mut params: ReadResourceParams = decode(Some(raw.clone()))?;
-    let found = server.read_registry().find_resource(&params.uri);
+    let found = server
+        .read_registry()
+        .find_resource(&params.uri)
+        .filter(|(_, variables)| {
+            !server.config().reject_dot_segments || !variables.values().any(|v| has_dot_segment(v))
+        });
     let Some((handler, variables)) = found else {
         let code = if scope.is_stateless() {
             ErrorCode::INVALID_PARAMS
@@ -387,6 +392,11 @@ pub(crate) async fn get_prompt(
         Outcome::InputRequired(value) => Ok(value),
         Outcome::Done(result) => encode(result.map_err(|e| handler_error(&e))?, &scope),
     }
+}
+
+/// True when `value`, read as a path, has a `..` segment (either separator).
+fn has_dot_segment(value: &str) -> bool {
+    value.split(['/', '\\']).any(|segment| segment == "..")
 }
 
 /// What the caller is told of a tool's Rust error: nothing of its text, only its kind where

@@ -75,7 +75,7 @@ impl SchemaValidator {
             .map(|error| {
                 let pointer = error.instance_path().as_str();
                 let pointer = if pointer.is_empty() { "/" } else { pointer };
-                shorten(format!("{pointer}: {error}"))
+                bounded(format_args!("{pointer}: {error}"))
             })
             .collect();
         if messages.is_empty() {
@@ -117,6 +117,40 @@ impl jsonschema::Retrieve for NoExternalRefs {
     ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         Err(format!("external $ref {} is not resolved", uri.as_str()).into())
     }
+}
+
+/// Writes `message` up to [`MAX_MESSAGE_CHARS`] characters and stops there, so a message
+/// that quotes a huge value is never built whole.
+fn bounded(message: std::fmt::Arguments<'_>) -> String {
+    struct Bounded {
+        out: String,
+        left: usize,
+        cut: bool,
+    }
+    impl std::fmt::Write for Bounded {
+        fn write_str(&mut self, text: &str) -> std::fmt::Result {
+            for c in text.chars() {
+                if self.left == 0 {
+                    self.cut = true;
+                    // Stops the formatting: nothing more is produced.
+                    return Err(std::fmt::Error);
+                }
+                self.out.push(c);
+                self.left -= 1;
+            }
+            Ok(())
+        }
+    }
+    let mut bounded = Bounded {
+        out: String::new(),
+        left: MAX_MESSAGE_CHARS,
+        cut: false,
+    };
+    let _ = std::fmt::Write::write_fmt(&mut bounded, message);
+    if bounded.cut {
+        bounded.out.push('…');
+    }
+    bounded.out
 }
 
 /// Cuts `message` to [`MAX_MESSAGE_CHARS`] characters. Messages quote the offending value,

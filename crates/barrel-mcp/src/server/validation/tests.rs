@@ -144,3 +144,20 @@ fn input_schemas_must_be_objects_of_type_object() {
         Err(SchemaError::Invalid(_))
     ));
 }
+
+#[test]
+fn a_huge_offending_value_gives_a_short_message() {
+    let validator = validator(json!({"type": "object", "properties": {"n": {"type": "integer"}}}));
+    let huge = "x".repeat(4 * 1024 * 1024);
+    let problems = validator
+        .validate(&json!({"n": huge}))
+        .expect_err("a string is not an integer");
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems[0].starts_with("/n: \"xxx"),
+        "{}",
+        &problems[0][..20]
+    );
+    assert!(problems[0].chars().count() <= MAX_MESSAGE_CHARS + 1);
+    assert!(problems[0].ends_with('…'));
+}

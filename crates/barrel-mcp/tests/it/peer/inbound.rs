@@ -244,3 +244,30 @@ async fn what_a_handler_sends_is_tagged_with_its_request() {
         "two notifications and the response"
     );
 }
+
+#[tokio::test]
+async fn an_overlong_request_id_is_refused_at_once_and_serving_goes_on() {
+    let config = PeerConfig {
+        max_request_id_length: 16,
+        ..PeerConfig::default()
+    };
+    let (mut raw, served) = serve_lines(config, None);
+    let long = "x".repeat(17);
+    raw.send(&json!({"jsonrpc": "2.0", "id": long, "method": "gate"}).to_string())
+        .await;
+    let refused = raw.recv().await;
+    assert_subset(
+        &refused,
+        &json!({"id": long, "error": {"code": -32600}}),
+        "long id",
+    );
+    // It never reached the handler (the gate was never taken) and the connection serves on.
+    assert_eq!(served.handler.gate.available_permits(), 0);
+    raw.send(r#"{"jsonrpc":"2.0","id":"short","method":"echo","params":{"a":1}}"#)
+        .await;
+    assert_subset(
+        &raw.recv().await,
+        &json!({"id": "short", "result": {"a": 1}}),
+        "served on",
+    );
+}

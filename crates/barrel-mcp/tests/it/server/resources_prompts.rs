@@ -137,3 +137,61 @@ async fn completes_prompt_arguments_and_template_variables() {
         .expect_err("unknown prompt");
     assert_eq!(unknown.code.0, -32602);
 }
+
+#[tokio::test]
+async fn a_dot_segment_in_a_template_value_is_not_found_unless_allowed() {
+    use barrel_mcp::server::{Ctx, ResourceRequest, Server, ServerConfig};
+    use barrel_mcp::types::{ResourceContents, ResourceTemplate};
+
+    let build = |reject: bool| {
+        Server::builder()
+            .name("files", "1.0.0")
+            .config(ServerConfig {
+                reject_dot_segments: reject,
+                ..ServerConfig::default()
+            })
+            .resource_template(
+                ResourceTemplate::new("file:///{name}", "file"),
+                |_: Ctx, request: ResourceRequest| async move {
+                    let name = request.variables.get("name").cloned().unwrap_or_default();
+                    Ok(vec![ResourceContents::text(
+                        request.uri,
+                        format!("read {name}"),
+                    )])
+                },
+            )
+            .build()
+            .expect("server")
+    };
+    let client = connect(&build(true));
+    client.initialize("2025-11-25").await;
+    let plain = client
+        .request("resources/read", json!({"uri": "file:///notes.txt"}))
+        .await
+        .expect("a plain name");
+    assert_eq!(plain["contents"][0]["text"], "read notes.txt");
+    for escape in [
+        "file:///..%2Fetc%2Fpasswd",
+        "file:///a%2F..%2F..%2Fsecret",
+        "file:///..",
+    ] {
+        let refused = client
+            .request("resources/read", json!({"uri": escape}))
+            .await
+            .expect_err(escape);
+        assert_eq!(refused.code.0, -32002, "{escape}");
+    }
+    // A name that merely holds dots is not a dot segment.
+    let dots = client
+        .request("resources/read", json!({"uri": "file:///a..b"}))
+        .await
+        .expect("dots in a name");
+    assert_eq!(dots["contents"][0]["text"], "read a..b");
+    let open = connect(&build(false));
+    open.initialize("2025-11-25").await;
+    let allowed = open
+        .request("resources/read", json!({"uri": "file:///..%2Fetc"}))
+        .await
+        .expect("allowed when turned off");
+    assert_eq!(allowed["contents"][0]["text"], "read ../etc");
+}
