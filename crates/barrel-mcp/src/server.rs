@@ -347,6 +347,11 @@ impl Server {
         self.emit(ServerEvent::ResourceUpdated(uri.into()));
     }
 
+    /// Tells the listen streams watching task `id` that it changed.
+    pub(crate) fn task_changed(&self, id: &str) {
+        self.emit(ServerEvent::TaskChanged(id.to_owned()));
+    }
+
     fn emit(&self, event: ServerEvent) {
         // No receiver means no connected session: nothing to tell.
         let _ = self.inner.events.send(event);

@@ -108,7 +108,7 @@ async fn route(
         ("prompts/get", _) => invoke::get_prompt(server, scope, params, cx).await,
         ("completion/complete", _) => complete(server, &scope, decode(params)?).await,
         ("server/discover", None) => stateless::discover(server),
-        ("subscriptions/listen", None) => listen::listen(server, decode(params)?, cx).await,
+        ("subscriptions/listen", None) => listen::listen(server, &scope, decode(params)?, cx).await,
         ("ping", Some(_)) => Ok(empty()),
         ("logging/setLevel", Some(session)) => {
             let params: SetLevelParams = decode(params)?;

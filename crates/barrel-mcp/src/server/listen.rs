@@ -8,6 +8,10 @@
 //! (closing the stream over HTTP, `notifications/cancelled` on stdio); when the server ends it
 //! (the connection's input ended, as when the HTTP server shuts down, or the server's event
 //! channel closed), it answers the request with a complete result carrying the subscription id.
+//!
+//! With the tasks extension declared, a filter may name task ids: the acknowledgement echoes
+//! those the caller can see, each is sent once as it stands, and each change of one arrives
+//! as `notifications/tasks` with the whole `DetailedTask`.
 
 use std::sync::atomic::Ordering;
 
@@ -20,7 +24,9 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Server;
+use super::context::Scope;
 use super::events::ServerEvent;
+use super::task_extension;
 use crate::peer::RequestContext;
 
 /// Holds one slot of the open-subscription cap until the subscription ends.
@@ -38,6 +44,7 @@ impl Drop for Slot<'_> {
 /// Serves one `subscriptions/listen` request until it is cancelled or the server goes away.
 pub(crate) async fn listen(
     server: &Server,
+    scope: &Scope,
     params: SubscriptionsListenParams,
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
@@ -54,7 +61,9 @@ pub(crate) async fn listen(
     }
     check_filter(server, &params.notifications)?;
     let mut events = server.inner.events.subscribe();
-    let honoured = honoured(&params.notifications);
+    let mut honoured = params.notifications.clone();
+    honoured.task_ids =
+        task_extension::watchable(server, scope, &cx, &params.notifications).await?;
     let tag = tag_for(&cx);
     let ack = SubscriptionsAcknowledgedParams {
         notifications: honoured.clone(),
@@ -62,6 +71,12 @@ pub(crate) async fn listen(
     };
     let ack = serde_json::to_value(ack).map_err(|e| ErrorObject::internal(e.to_string()))?;
     send(&cx, "notifications/subscriptions/acknowledged", ack).await?;
+    // Each watched task as it stands now, so a change made before the listen is not missed.
+    for id in honoured.task_ids.iter().flatten() {
+        if let Some(params) = task_extension::notification(server, &cx, &honoured, id, &tag).await {
+            send(&cx, "notifications/tasks", params).await?;
+        }
+    }
     loop {
         let event = tokio::select! {
             () = cx.cancel.cancelled() => return Ok(Value::Null),
@@ -78,12 +93,21 @@ pub(crate) async fn listen(
                     "listen stream fell behind; announcing every change"
                 );
                 let uris = honoured.resource_subscriptions.clone().unwrap_or_default();
-                ServerEvent::after_lag(uris)
+                let mut events = ServerEvent::after_lag(uris);
+                let tasks = honoured.task_ids.iter().flatten().cloned();
+                events.extend(tasks.map(ServerEvent::TaskChanged));
+                events
             }
             Err(RecvError::Closed) => break,
         };
         for event in batch {
-            if let Some(params) = notification_params(&event, &honoured, &tag) {
+            let params = match &event {
+                ServerEvent::TaskChanged(id) => {
+                    task_extension::notification(server, &cx, &honoured, id, &tag).await
+                }
+                event => notification_params(event, &honoured, &tag),
+            };
+            if let Some(params) = params {
                 send(&cx, event.method(), params).await?;
             }
         }
@@ -109,15 +133,6 @@ fn check_filter(server: &Server, filter: &SubscriptionFilter) -> Result<(), Erro
     Ok(())
 }
 
-/// What the server honours of a filter: every list-changed flag and every resource URI; task
-/// ids are not served (no tasks extension yet), so they are left out of the acknowledgement.
-fn honoured(asked: &SubscriptionFilter) -> SubscriptionFilter {
-    SubscriptionFilter {
-        task_ids: None,
-        ..asked.clone()
-    }
-}
-
 fn tag_for(cx: &RequestContext) -> Meta {
     let mut meta = Meta::new();
     meta.insert(SUBSCRIPTION_ID_KEY.to_owned(), cx.id.to_value());
@@ -138,6 +153,8 @@ fn notification_params(
             .resource_subscriptions
             .as_ref()
             .is_some_and(|uris| uris.contains(uri)),
+        // Answered by the tasks extension, with the task itself.
+        ServerEvent::TaskChanged(_) => false,
     };
     if !wanted {
         return None;

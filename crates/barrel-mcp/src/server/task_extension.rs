@@ -20,7 +20,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use barrel_mcp_types::{ErrorCode, ErrorObject};
+use barrel_mcp_types::{ErrorCode, ErrorObject, Meta, SubscriptionFilter};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -344,9 +344,79 @@ async fn end(server: &Server, id: &str, owner: &str) -> Result<(), ErrorObject> 
         .update(id, owner, Era::Extension, &cancel)
         .await
     {
-        Ok(_) | Err(StoreRefusal::Refused(Refused::Terminal)) => {}
+        Ok(_) => server.task_changed(id),
+        Err(StoreRefusal::Refused(Refused::Terminal)) => {}
         Err(refusal) => return Err(refusal.to_error_object()),
     }
     server.inner.tasks.stop(id);
     Ok(())
+}
+
+/// The task ids of a listen filter the caller may watch: -32021 without the extension; ids
+/// of tasks it cannot see (someone else's, unknown, expired) are left out of the
+/// acknowledgement.
+pub(crate) async fn watchable(
+    server: &Server,
+    scope: &Scope,
+    cx: &RequestContext,
+    filter: &SubscriptionFilter,
+) -> Result<Option<Vec<String>>, ErrorObject> {
+    let Some(asked) = filter.task_ids.as_ref().filter(|ids| !ids.is_empty()) else {
+        return Ok(None);
+    };
+    if !declared(scope) {
+        return Err(missing_extension("a listen for taskIds"));
+    }
+    let limit = server.config().max_resource_subscriptions;
+    if asked.len() > limit {
+        return Err(ErrorObject::invalid_params(format!(
+            "too many task ids in one filter ({}, limit {limit})",
+            asked.len()
+        )));
+    }
+    let principal = principal(cx);
+    let mut visible = Vec::new();
+    for id in asked {
+        let owner = owner(principal.as_deref(), id);
+        if server
+            .inner
+            .tasks
+            .store
+            .get(id, &owner, Era::Extension)
+            .await
+            .is_ok()
+        {
+            visible.push(id.clone());
+        }
+    }
+    Ok(Some(visible))
+}
+
+/// The `notifications/tasks` params for a change of task `id` (the `DetailedTask` and the
+/// subscription's `_meta`), or `None` when the filter does not watch it or it is gone.
+pub(crate) async fn notification(
+    server: &Server,
+    cx: &RequestContext,
+    filter: &SubscriptionFilter,
+    id: &str,
+    tag: &Meta,
+) -> Option<Value> {
+    if !filter
+        .task_ids
+        .as_ref()
+        .is_some_and(|ids| ids.iter().any(|i| i == id))
+    {
+        return None;
+    }
+    let owner = owner(principal(cx).as_deref(), id);
+    let record = server
+        .inner
+        .tasks
+        .store
+        .get(id, &owner, Era::Extension)
+        .await
+        .ok()?;
+    let mut task = record.to_detailed_task();
+    task.insert("_meta".into(), Value::Object(tag.clone()));
+    Some(Value::Object(task))
 }

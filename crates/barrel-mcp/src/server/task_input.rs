@@ -192,7 +192,7 @@ impl TaskInput {
             .store
             .update(&self.id, &self.owner, Era::Extension, &note)
             .await
-            .map(drop)
+            .map(|_| self.server.task_changed(&self.id))
             .map_err(|refusal| Error::Rpc(refusal.to_error_object()))
     }
 
@@ -232,6 +232,7 @@ impl TaskInput {
         {
             return Err(Error::Rpc(refusal.to_error_object()));
         }
+        self.server.task_changed(&self.id);
         tokio::select! {
             answered = answer => {
                 // Delivered: `tasks/update` already took the question out of the record.
@@ -267,10 +268,14 @@ impl Drop for Pending<'_> {
             runtime.spawn(async move {
                 let withdraw = |t: &mut TaskRecord| withdraw(t, &key);
                 let tasks = &server.inner.tasks;
-                let _ = tasks
+                if tasks
                     .store
                     .update(&id, &owner, Era::Extension, &withdraw)
-                    .await;
+                    .await
+                    .is_ok()
+                {
+                    server.task_changed(&id);
+                }
             });
         }
     }
@@ -357,6 +362,7 @@ pub(crate) async fn deliver(
             .update(id, owner, Era::Extension, &answered)
             .await
             .map_err(|r| r.to_error_object())?;
+        server.task_changed(id);
         // The handler may have stopped waiting (cancelled): nothing is lost.
         let _ = waiter.send(answer);
     }

@@ -269,8 +269,11 @@ pub(crate) fn watch(
                 Err(error) => TaskOutcome::Error(error),
             };
             let finish = move |t: &mut TaskRecord| t.finish(outcome.clone());
-            if let Err(refusal) = tasks.store.update(&id, &owner, era, &finish).await {
-                tracing::debug!(task = %id, ?refusal, "a task's outcome was not kept");
+            match tasks.store.update(&id, &owner, era, &finish).await {
+                Ok(_) => server.task_changed(&id),
+                Err(refusal) => {
+                    tracing::debug!(task = %id, ?refusal, "a task's outcome was not kept");
+                }
             }
         }
         tasks.ended.notify_waiters();

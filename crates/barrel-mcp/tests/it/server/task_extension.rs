@@ -538,3 +538,78 @@ async fn a_task_past_its_ttl_stops_working() {
     );
     assert_eq!(get(&client, &id).await.expect_err("expired").code.0, -32602);
 }
+
+#[tokio::test]
+async fn a_listen_stream_brings_each_change_of_the_watched_tasks() {
+    use barrel_mcp::peer::RequestOptions;
+    use tokio_util::sync::CancellationToken;
+
+    let client = connect(&server());
+    let created = call(&client, "asks", json!({})).await;
+    let id = created["taskId"].as_str().expect("id").to_owned();
+    let cancel = CancellationToken::new();
+    let options = RequestOptions {
+        cancel: Some(cancel.clone()),
+        timeout: Some(Duration::from_secs(30)),
+        ..RequestOptions::default()
+    };
+    let filter = json!({ "notifications": { "taskIds": [id, "someone-elses"] } });
+    let params = super::envelope(filter, with_extension());
+    let peer = client.peer.clone();
+    let listening = tokio::spawn(async move {
+        peer.request("subscriptions/listen", Some(params), options)
+            .await
+    });
+    let ack = client.notification().await;
+    assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack.params.expect("params")["notifications"]["taskIds"],
+        json!([id]),
+        "only the tasks the caller can see"
+    );
+    // The questions arrive as a change; answering them ends the task, another change.
+    let mut questions = Vec::new();
+    let done = loop {
+        let note = client.notification().await;
+        assert_eq!(note.method, "notifications/tasks");
+        let task = note.params.expect("a task");
+        assert_eq!(task["taskId"], json!(id));
+        assert!(task["_meta"]["io.modelcontextprotocol/subscriptionId"].is_i64());
+        if task["status"] == "completed" {
+            break task;
+        }
+        let asked: Vec<String> = task["inputRequests"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        for key in asked {
+            if questions.contains(&key) {
+                continue;
+            }
+            questions.push(key.clone());
+            let answer = json!({"action": "accept", "content": {"first": "a", "second": "b"}});
+            client
+                .stateless(
+                    "tasks/update",
+                    json!({"taskId": id, "inputResponses": {key: answer}}),
+                    with_extension(),
+                )
+                .await
+                .expect("update");
+        }
+    };
+    assert_eq!(questions.len(), 2);
+    assert_eq!(text_of(&done["result"]), "a b");
+    cancel.cancel();
+    let _ = listening.await;
+    // Without the extension, a listen for task ids is refused.
+    let refused = client
+        .stateless(
+            "subscriptions/listen",
+            json!({ "notifications": { "taskIds": ["x"] } }),
+            without_extension(),
+        )
+        .await
+        .expect_err("needs the extension");
+    assert_eq!(refused.code.0, -32021);
+}
