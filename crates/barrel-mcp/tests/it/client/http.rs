@@ -537,3 +537,53 @@ async fn a_legacy_connection_ends_with_its_stream() {
     let after = within(client.ping()).await;
     assert!(after.is_err(), "{after:?}");
 }
+
+/// Ten sessions at once, each with the same request ids and progress tokens (every client
+/// numbers its requests alike): each gets its own progress and its own result, nothing of
+/// another's.
+#[tokio::test]
+async fn ten_sessions_with_the_same_ids_each_get_their_own_messages() {
+    let mut server = TestServer::start(HttpConfig::default()).await;
+    let mut runs = Vec::new();
+    for n in 0..10u64 {
+        let url = url(&server);
+        runs.push(tokio::spawn(async move {
+            let transport = HttpClientTransport::new(&url).expect("url");
+            let client = builder(Some(ProtocolVersion::V2025_11_25))
+                .connect_http(transport)
+                .await
+                .expect("connect");
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let sink = Arc::clone(&seen);
+            let options = barrel_mcp::client::CallOptions::new()
+                .on_progress(move |p| sink.lock().expect("lock").push(p.progress));
+            let steps = 2 + n % 3;
+            let mut args = serde_json::Map::new();
+            args.insert("steps".into(), json!(steps));
+            let counted = client
+                .call_tool_with(
+                    CallToolParams::new("countdown").with_arguments(args),
+                    options,
+                )
+                .await
+                .expect("countdown");
+            let mut echo = serde_json::Map::new();
+            echo.insert("message".into(), json!(format!("client {n}")));
+            let echoed = client
+                .call_tool(CallToolParams::new("echo").with_arguments(echo))
+                .await
+                .expect("echo");
+            client.close();
+            let progress = seen.lock().expect("lock").clone();
+            (n, steps, counted.is_error(), progress, text(&echoed))
+        }));
+    }
+    for run in runs {
+        let (n, steps, failed, progress, echoed) = within(run).await.expect("a run");
+        assert!(!failed, "client {n}");
+        let expected: Vec<f64> = (1..=steps).map(|s| s as f64).collect();
+        assert_eq!(progress, expected, "client {n} saw only its own progress");
+        assert_eq!(echoed, format!("client {n}"));
+    }
+    server.stop().await;
+}

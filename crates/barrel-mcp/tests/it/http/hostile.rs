@@ -486,3 +486,81 @@ async fn garbage_bodies_get_400_with_a_null_id() {
     }
     still_serves(&server).await;
 }
+
+/// Request smuggling shapes. A body length given twice with different values is answered 400
+/// by the HTTP parser, before the MCP layer sees anything, and no session is made. A length
+/// given two ways (`Content-Length` and `Transfer-Encoding`) is read as RFC 9112 §6.3 says
+/// (the chunked body wins) and the connection is closed after the answer, so a request hidden
+/// after it on the connection is never read.
+#[tokio::test]
+async fn smuggling_shapes_are_refused_or_closed_off() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let addr = server.addr;
+    let body = initialize(1).to_string();
+    let host = format!("host: {addr}");
+    let length = format!("content-length: {}", body.len());
+    let other_length = format!("content-length: {}", body.len() + 1);
+    let head = |extra: &[&str]| {
+        let mut text = format!(
+            "POST /mcp HTTP/1.1\r\n{host}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n"
+        );
+        for line in extra {
+            text.push_str(line);
+            text.push_str("\r\n");
+        }
+        text.push_str("\r\n");
+        text
+    };
+    let cases: [(&str, String); 2] = [
+        (
+            "two different Content-Length values",
+            head(&[&length, &other_length]) + &body,
+        ),
+        (
+            "a Content-Length list",
+            head(&[&format!(
+                "content-length: {}, {}",
+                body.len(),
+                body.len() + 1
+            )]) + &body,
+        ),
+    ];
+    for (case, request) in cases {
+        let answer = exchange(addr, request.as_bytes()).await;
+        let status = answer.as_ref().map_or(0, |a| a.status);
+        assert_eq!(status, 400, "{case}: {answer:?}");
+        assert_eq!(server.http.session_count(), 0, "{case}");
+    }
+    // Both ways: a short Content-Length would leave a second request in the body for a proxy
+    // that reads it; the server reads the chunks and closes, never reading the rest.
+    let hidden = format!(
+        "POST /mcp HTTP/1.1\r\n{host}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let chunked = format!("{:x}\r\n{body}\r\n0\r\n\r\n{hidden}", body.len());
+    let request = head(&["content-length: 4", "transfer-encoding: chunked"]) + &chunked;
+    let mut stream = within(TcpStream::connect(addr)).await.expect("connect");
+    within(stream.write_all(request.as_bytes()))
+        .await
+        .expect("write");
+    let mut all = Vec::new();
+    within(stream.read_to_end(&mut all))
+        .await
+        .expect("the server closes");
+    let text = String::from_utf8_lossy(&all);
+    assert_eq!(
+        text.matches("HTTP/1.1 ").count(),
+        1,
+        "one answer only: {text}"
+    );
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    assert_eq!(
+        server.http.session_count(),
+        1,
+        "the chunked request alone was served"
+    );
+    still_serves(&server).await;
+}
