@@ -127,9 +127,14 @@ fn an_empty_stdin_is_a_clean_exit() {
 /// code, stdout and stderr.
 fn client(args: &[&str]) -> (Option<i32>, String, String) {
     let bin = env!("CARGO_BIN_EXE_barrel-mcp");
-    let output = Command::new(bin)
+    run_binary(args, &["--", bin, "serve", "--stdio"])
+}
+
+/// Runs the binary with `args` then `target`; returns the exit code, stdout and stderr.
+fn run_binary(args: &[&str], target: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
         .args(args)
-        .args(["--", bin, "serve", "--stdio"])
+        .args(target)
         .stdin(Stdio::null())
         .output()
         .expect("the binary runs");
@@ -736,17 +741,7 @@ fn login_stores_tokens_that_every_client_command_uses() {
 
 /// Runs a client command against `url`; returns the exit code, stdout and stderr.
 fn client_at(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
-        .args(args)
-        .args(["--url", url])
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    run_binary(args, &["--url", url])
 }
 
 #[test]

@@ -256,12 +256,30 @@ async fn create(
     })
 }
 
-fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
-    params
-        .and_then(|p| p.get("taskId"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| ErrorObject::invalid_params("invalid params: taskId is required"))
+/// The task a `tasks/*` request names and its owner; -32021 without the extension.
+fn target(
+    method: &str,
+    scope: &Scope,
+    params: Option<&Value>,
+    cx: &RequestContext,
+) -> Result<(String, String), ErrorObject> {
+    if !declared(scope) {
+        return Err(missing_extension(method));
+    }
+    let id = tasks::task_id(params)?;
+    let owner = owner(principal(cx).as_deref(), &id);
+    Ok((id, owner))
+}
+
+/// The task `id` of `owner`; -32602 when there is none (or it is someone else's).
+async fn find(server: &Server, id: &str, owner: &str) -> Result<TaskRecord, ErrorObject> {
+    server
+        .inner
+        .tasks
+        .store
+        .get(id, owner, Era::Extension)
+        .await
+        .map_err(|r| r.to_error_object())
 }
 
 /// `tasks/get`: the `DetailedTask`.
@@ -271,17 +289,8 @@ pub(crate) async fn get(
     params: Option<Value>,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    if !declared(scope) {
-        return Err(missing_extension("tasks/get"));
-    }
-    let id = task_id(params.as_ref())?;
-    let record = server
-        .inner
-        .tasks
-        .store
-        .get(&id, &owner(principal(cx).as_deref(), &id), Era::Extension)
-        .await
-        .map_err(|r| r.to_error_object())?;
+    let (id, owner) = target("tasks/get", scope, params.as_ref(), cx)?;
+    let record = find(server, &id, &owner).await?;
     Ok(Value::Object(record.to_detailed_task()))
 }
 
@@ -292,10 +301,7 @@ pub(crate) async fn update(
     params: Option<Value>,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    if !declared(scope) {
-        return Err(missing_extension("tasks/update"));
-    }
-    let id = task_id(params.as_ref())?;
+    let (id, owner) = target("tasks/update", scope, params.as_ref(), cx)?;
     let responses = match params.as_ref().and_then(|p| p.get("inputResponses")) {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(responses)) => responses.clone(),
@@ -305,15 +311,8 @@ pub(crate) async fn update(
             ));
         }
     };
-    let owner = owner(principal(cx).as_deref(), &id);
     // Unknown (or someone else's) task: -32602, before anything is delivered.
-    server
-        .inner
-        .tasks
-        .store
-        .get(&id, &owner, Era::Extension)
-        .await
-        .map_err(|r| r.to_error_object())?;
+    find(server, &id, &owner).await?;
     task_input::deliver(server, &id, &owner, responses).await?;
     Ok(json!({}))
 }
@@ -326,11 +325,8 @@ pub(crate) async fn cancel(
     params: Option<Value>,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    if !declared(scope) {
-        return Err(missing_extension("tasks/cancel"));
-    }
-    let id = task_id(params.as_ref())?;
-    end(server, &id, &owner(principal(cx).as_deref(), &id)).await?;
+    let (id, owner) = target("tasks/cancel", scope, params.as_ref(), cx)?;
+    end(server, &id, &owner).await?;
     Ok(json!({}))
 }
 
@@ -377,12 +373,7 @@ pub(crate) async fn watchable(
     let principal = principal(cx);
     let mut visible = Vec::new();
     for id in asked {
-        let owner = owner(principal.as_deref(), id);
-        if server
-            .inner
-            .tasks
-            .store
-            .get(id, &owner, Era::Extension)
+        if find(server, id, &owner(principal.as_deref(), id))
             .await
             .is_ok()
         {
@@ -409,14 +400,7 @@ pub(crate) async fn notification(
         return None;
     }
     let owner = owner(principal(cx).as_deref(), id);
-    let record = server
-        .inner
-        .tasks
-        .store
-        .get(id, &owner, Era::Extension)
-        .await
-        .ok()?;
-    let mut task = record.to_detailed_task();
+    let mut task = find(server, id, &owner).await.ok()?.to_detailed_task();
     task.insert("_meta".into(), Value::Object(tag.clone()));
     Some(Value::Object(task))
 }

@@ -137,7 +137,7 @@ fn owner(scope: &Scope, cx: &RequestContext) -> String {
     }
 }
 
-fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
+pub(crate) fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
     params
         .and_then(|p| p.get("taskId"))
         .and_then(Value::as_str)
