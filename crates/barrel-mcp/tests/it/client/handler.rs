@@ -403,3 +403,62 @@ async fn roots_list_changed_is_sent_when_declared_and_in_a_session() {
             .is_unsupported()
     );
 }
+
+/// A hostile server floods the client with 10,000 requests at once: every one is answered (or
+/// refused as busy past the in-flight cap), none is lost, and the client goes on working.
+#[tokio::test]
+async fn ten_thousand_server_requests_at_once_are_all_answered() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use barrel_mcp::peer::RequestOptions;
+    use barrel_mcp::types::ProtocolVersion;
+
+    let answered = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let (a, r) = (Arc::clone(&answered), Arc::clone(&refused));
+    let client = super::connect_fake(
+        super::builder(Some(ProtocolVersion::V2025_11_25)),
+        move |request, peer| {
+            let (answered, refused) = (Arc::clone(&a), Arc::clone(&r));
+            Box::pin(async move {
+                match request.method.as_str() {
+                    "initialize" => Ok(serde_json::json!({
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "flood", "version": "0"}
+                    })),
+                    "tools/list" => {
+                        let mut flood = tokio::task::JoinSet::new();
+                        for _ in 0..10_000 {
+                            let peer = peer.clone();
+                            flood.spawn(async move {
+                                peer.request("ping", None, RequestOptions::default()).await
+                            });
+                        }
+                        while let Some(outcome) = flood.join_next().await {
+                            match outcome.expect("joined") {
+                                Ok(_) => answered.fetch_add(1, Ordering::Relaxed),
+                                Err(_) => refused.fetch_add(1, Ordering::Relaxed),
+                            };
+                        }
+                        Ok(serde_json::json!({"tools": []}))
+                    }
+                    "ping" => Ok(serde_json::json!({})),
+                    other => Err(barrel_mcp::types::ErrorObject::method_not_found(other)),
+                }
+            })
+        },
+    )
+    .await;
+    within(client.list_tools(None))
+        .await
+        .expect("listed after the flood");
+    assert_eq!(
+        answered.load(Ordering::Relaxed) + refused.load(Ordering::Relaxed),
+        10_000,
+        "every request got an answer"
+    );
+    assert!(answered.load(Ordering::Relaxed) > 0);
+    within(client.ping()).await.expect("the client goes on");
+}
