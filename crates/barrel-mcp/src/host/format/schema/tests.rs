@@ -1,0 +1,370 @@
+//! Schema shaping for every provider over a hostile matrix, the report, and the round trip:
+//! arguments written against the shaped schema, restored, validated by the original.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::server::validation::SchemaValidator;
+
+/// One schema with everything providers disagree on.
+fn hostile() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.test/hostile",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "minLength": 1}},
+                "required": ["city"]
+            },
+            "node": {
+                "type": "object",
+                "properties": {
+                    "value": {"type": "integer"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+                },
+                "required": ["value"]
+            }
+        },
+        "properties": {
+            "query": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 100},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "level": {"enum": [1, 2, 3]},
+            "when": {"type": "string", "format": "date-time"},
+            "site": {"type": "string", "format": "uri"},
+            "count": {"type": "integer", "minimum": 0, "exclusiveMaximum": 10},
+            "home": {"$ref": "#/$defs/address", "description": "Where"},
+            "tree": {"$ref": "#/$defs/node"},
+            "remote": {"$ref": "https://example.test/other.json"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "pick": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+            "both": {"allOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                {"properties": {"b": {"type": "boolean"}}}
+            ]},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+            "fixed": {"const": 7}
+        },
+        "required": ["query"]
+    })
+}
+
+fn details(shaped: &Shaped) -> Vec<String> {
+    shaped.changes.iter().map(ToString::to_string).collect()
+}
+
+fn has(shaped: &Shaped, pointer: &str, kind: ChangeKind) -> bool {
+    shaped
+        .changes
+        .iter()
+        .any(|c| c.pointer == pointer && c.kind == kind && c.tool == "t")
+}
+
+#[test]
+fn anthropic_inlines_refs_and_keeps_the_rest() {
+    let shaped = shape(Provider::Anthropic, "t", &hostile());
+    let s = &shaped.schema;
+    assert!(!shaped.strict);
+    for key in ["$schema", "$id", "$defs"] {
+        assert!(s.get(key).is_none(), "{key}");
+    }
+    assert_eq!(
+        s["properties"]["home"]["properties"]["city"]["minLength"],
+        1
+    );
+    assert_eq!(s["properties"]["home"]["description"], "Where");
+    // The recursive node is expanded once, then cut.
+    let children = &s["properties"]["tree"]["properties"]["children"];
+    assert_eq!(children["items"], json!({}));
+    assert!(has(
+        &shaped,
+        "/properties/tree/properties/children/items",
+        ChangeKind::Permissive
+    ));
+    // The remote one is never fetched.
+    assert_eq!(s["properties"]["remote"], json!({}));
+    assert!(has(&shaped, "/properties/remote", ChangeKind::Permissive));
+    assert!(details(&shaped).iter().any(|d| d.contains("never fetched")));
+    // Everything else passes through.
+    assert_eq!(
+        s["properties"]["labels"]["additionalProperties"]["type"],
+        "string"
+    );
+    assert!(s["properties"]["pick"].get("oneOf").is_some());
+    assert_eq!(s["properties"]["count"]["exclusiveMaximum"], 10);
+    assert_eq!(shaped.changes.len(), 2, "{:?}", details(&shaped));
+    assert!(!s.to_string().contains("$ref"));
+}
+
+#[test]
+fn openai_turns_strict_when_it_can() {
+    let schema = json!({
+        "type": "object",
+        "$defs": {"unit": {"type": "string", "enum": ["c", "f"]}},
+        "properties": {
+            "city": {"type": "string", "minLength": 1},
+            "unit": {"$ref": "#/$defs/unit"},
+            "days": {"type": "integer", "default": 1},
+            "at": {"type": "object", "properties": {"lat": {"type": "number"}}},
+            "pick": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+            "site": {"type": "string", "format": "uri"}
+        },
+        "required": ["city"]
+    });
+    let shaped = shape(Provider::OpenAiChat, "t", &schema);
+    assert!(shaped.strict, "{:?}", details(&shaped));
+    let s = &shaped.schema;
+    assert_eq!(s["additionalProperties"], false);
+    assert_eq!(
+        s["required"],
+        json!(["at", "city", "days", "pick", "site", "unit"])
+    );
+    assert_eq!(s["properties"]["city"]["type"], "string");
+    assert_eq!(s["properties"]["unit"]["type"], json!(["string", "null"]));
+    assert_eq!(s["properties"]["unit"]["enum"], json!(["c", "f", null]));
+    assert_eq!(s["properties"]["at"]["additionalProperties"], false);
+    assert_eq!(s["properties"]["at"]["required"], json!(["lat"]));
+    assert_eq!(
+        s["properties"]["at"]["properties"]["lat"]["type"],
+        json!(["number", "null"])
+    );
+    assert_eq!(s["properties"]["pick"]["anyOf"][2], json!({"type": "null"}));
+    for (pointer, kind) in [
+        ("/properties/city/minLength", ChangeKind::Dropped),
+        ("/properties/days/default", ChangeKind::Dropped),
+        ("/properties/pick/oneOf", ChangeKind::Rewritten),
+        ("/properties/site/format", ChangeKind::Dropped),
+    ] {
+        assert!(
+            has(&shaped, pointer, kind),
+            "{pointer}: {:?}",
+            details(&shaped)
+        );
+    }
+    // Both OpenAI APIs shape alike.
+    assert_eq!(shape(Provider::OpenAiResponses, "t", &schema), shaped);
+}
+
+#[test]
+fn openai_stays_non_strict_when_it_cannot() {
+    let hostile = shape(Provider::OpenAiResponses, "t", &hostile());
+    assert!(!hostile.strict);
+    assert!(
+        hostile
+            .changes
+            .iter()
+            .any(|c| c.kind == ChangeKind::StrictOff)
+    );
+    // Non-strict: the common steps only, and nothing strict-only.
+    assert!(hostile.schema.get("additionalProperties").is_none());
+    assert_eq!(hostile.schema["required"], json!(["query"]));
+    for (schema, pointer) in [
+        (
+            json!({"properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+            "/properties/m",
+        ),
+        (json!({"properties": {"any": {}}}), "/properties/any"),
+        (
+            json!({"properties": {"o": {"type": "object"}}}),
+            "/properties/o",
+        ),
+        (
+            json!({"anyOf": [{"properties": {"a": {"type": "string"}}}]}),
+            "",
+        ),
+    ] {
+        let shaped = shape(Provider::OpenAiChat, "t", &schema);
+        assert!(!shaped.strict, "{schema}");
+        let off: Vec<&SchemaChange> = shaped
+            .changes
+            .iter()
+            .filter(|c| c.kind == ChangeKind::StrictOff)
+            .collect();
+        assert!(
+            off.iter().any(|c| c.pointer == pointer),
+            "{schema}: {off:?}"
+        );
+    }
+    // Eleven levels of objects are too many.
+    let mut deep =
+        json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]});
+    for _ in 0..11 {
+        deep = json!({"type": "object", "properties": {"x": deep}, "required": ["x"]});
+    }
+    assert!(!shape(Provider::OpenAiChat, "t", &deep).strict);
+}
+
+#[test]
+fn gemini_gets_its_subset() {
+    let shaped = shape(Provider::Gemini, "t", &hostile());
+    let s = &shaped.schema;
+    let text = s.to_string();
+    for gone in [
+        "$ref",
+        "$defs",
+        "additionalProperties",
+        "oneOf",
+        "allOf",
+        "const",
+        "uniqueItems",
+        "exclusiveMaximum",
+        "\"uri\"",
+    ] {
+        assert!(!text.contains(gone), "{gone} in {text}");
+    }
+    let p = &s["properties"];
+    assert_eq!(
+        p["level"],
+        json!({"enum": ["1", "2", "3"], "type": "string"})
+    );
+    assert_eq!(p["fixed"], json!({"enum": ["7"], "type": "string"}));
+    assert_eq!(p["when"]["format"], "date-time");
+    assert_eq!(p["count"]["description"], "must be < 10");
+    assert_eq!(p["pick"]["anyOf"].as_array().map(Vec::len), Some(2));
+    assert_eq!(p["both"]["required"], json!(["a"]));
+    assert!(p["both"]["properties"]["b"].is_object());
+    assert_eq!(p["labels"], json!({"type": "object"}));
+    assert_eq!(p["query"]["pattern"], "^[a-z]+$");
+    for (pointer, kind) in [
+        ("/properties/count/exclusiveMaximum", ChangeKind::Rewritten),
+        (
+            "/properties/labels/additionalProperties",
+            ChangeKind::Dropped,
+        ),
+        ("/properties/pick/oneOf", ChangeKind::Rewritten),
+        ("/properties/site/format", ChangeKind::Dropped),
+        ("/properties/tags/uniqueItems", ChangeKind::Dropped),
+        ("/properties/remote", ChangeKind::Permissive),
+    ] {
+        assert!(
+            has(&shaped, pointer, kind),
+            "{pointer}: {:?}",
+            details(&shaped)
+        );
+    }
+    // A nullable type stays a type list (google-genai reads it as `nullable`).
+    let nullable = json!({"properties": {"n": {"type": ["string", "null"]}}});
+    let shaped = shape(Provider::Gemini, "t", &nullable);
+    assert_eq!(
+        shaped.schema["properties"]["n"]["type"],
+        json!(["string", "null"])
+    );
+    assert!(shaped.changes.is_empty());
+}
+
+#[test]
+fn odd_roots_deep_schemas_and_blow_ups_are_bounded() {
+    for provider in Provider::ALL {
+        for (schema, reported) in [
+            (Value::Null, false),
+            (json!("text"), true),
+            (json!({"type": "string"}), true),
+            (json!({"type": ["object", "null"]}), true),
+        ] {
+            let shaped = shape(provider, "t", &schema);
+            assert_eq!(shaped.schema["type"], "object", "{provider:?} {schema}");
+            assert_eq!(
+                shaped.changes.iter().any(|c| c.pointer.is_empty()),
+                reported
+            );
+        }
+        // 200 levels deep: cut at MAX_DEPTH, never a stack overflow.
+        let mut deep = json!({"type": "string"});
+        for _ in 0..200 {
+            deep = json!({"type": "object", "properties": {"x": deep}});
+        }
+        let shaped = shape(provider, "t", &deep);
+        assert!(
+            shaped
+                .changes
+                .iter()
+                .any(|c| c.detail.contains("deeper than"))
+        );
+        // A `$ref` used twice at every level: 2^40 expansions, bounded by MAX_NODES.
+        let mut defs = serde_json::Map::new();
+        defs.insert("d0".into(), json!({"type": "string"}));
+        for i in 1..=40 {
+            let r = format!("#/$defs/d{}", i - 1);
+            defs.insert(
+                format!("d{i}"),
+                json!({"type": "object", "properties": {"a": {"$ref": r}, "b": {"$ref": r}}}),
+            );
+        }
+        let bomb = json!({"$defs": defs, "properties": {"x": {"$ref": "#/$defs/d40"}}});
+        let shaped = shape(provider, "t", &bomb);
+        assert!(shaped.schema.to_string().len() < 2_000_000);
+        assert!(
+            shaped
+                .changes
+                .iter()
+                .any(|c| c.detail.contains("subschemas: cut"))
+        );
+    }
+}
+
+/// What a model might write against each shaped form of `hostile()`, restored, must satisfy
+/// the original schema.
+#[test]
+fn arguments_round_trip_to_the_original_schema() {
+    let original = hostile();
+    // The validator refuses remote references too: check against the rest.
+    let mut checked = original.clone();
+    checked["properties"]["remote"] = json!({});
+    let validator = SchemaValidator::new(&checked).unwrap();
+    // OpenAI strict style: every optional property present, null.
+    let strict_like = json!({
+        "query": "abc", "unit": null, "level": null, "when": null, "count": null,
+        "home": {"city": "Paris"}, "pick": 3, "tags": null,
+        "both": {"a": "x", "b": null}, "tree": {"value": 1, "children": [{"value": 2}]}
+    });
+    // Gemini style: enums as strings.
+    let gemini_like = json!({"query": "abc", "level": "2", "fixed": "7", "unit": "celsius"});
+    for written in [strict_like, gemini_like] {
+        let Value::Object(arguments) = written.clone() else {
+            unreachable!()
+        };
+        assert!(!validator.is_valid(&written), "{written}");
+        let restored = Value::Object(restore(&original, arguments));
+        assert_eq!(validator.validate(&restored), Ok(()), "{restored}");
+    }
+    let Value::Object(arguments) =
+        json!({"query": "abc", "unit": null, "level": "2", "fixed": "7"})
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        Value::Object(restore(&original, arguments)),
+        json!({"query": "abc", "level": 2, "fixed": 7})
+    );
+}
+
+#[test]
+fn restore_leaves_valid_arguments_alone() {
+    let schema = json!({
+        "properties": {
+            "note": {"type": ["string", "null"]},
+            "any": {},
+            "code": {"enum": ["1", 1]},
+            "must": {"type": "string"},
+            "map": {"type": "object", "additionalProperties": {"enum": [1, 2]}},
+            "either": {"anyOf": [{"type": "null"}, {"type": "integer"}]}
+        },
+        "required": ["must"]
+    });
+    let args = json!({"note": null, "any": null, "code": "1", "must": null, "either": null, "map": {"k": 2}});
+    let Value::Object(map) = args.clone() else {
+        unreachable!()
+    };
+    assert_eq!(Value::Object(restore(&schema, map)), args);
+    // A map's values are restored too, and a recursive `$ref` is followed without looping.
+    let Value::Object(map) = json!({"must": "x", "map": {"k": "2"}}) else {
+        unreachable!()
+    };
+    assert_eq!(restore(&schema, map)["map"], json!({"k": 2}));
+    let looped = json!({"$ref": "#"});
+    let Value::Object(map) = json!({"a": null}) else {
+        unreachable!()
+    };
+    assert_eq!(Value::Object(restore(&looped, map)), json!({"a": null}));
+}
