@@ -280,6 +280,12 @@ impl Shaper<'_> {
         if self.nodes > MAX_NODES {
             return self.permissive(pointer, format!("more than {MAX_NODES} subschemas: cut"));
         }
+        if self.target != Target::Plain && map.contains_key("allOf") {
+            // Merged before the walk, so each branch is not held to the rules on its own.
+            let mut merged = map.clone();
+            rules::merge_all_of(self, &mut merged, pointer);
+            return self.node(&Value::Object(merged), pointer, depth);
+        }
         if let Some(reference) = map.get("$ref") {
             return self.reference(map, reference, pointer, depth);
         }
@@ -312,7 +318,7 @@ impl Shaper<'_> {
         }
         match self.target {
             Target::Plain => {}
-            Target::Strict => rules::strict(self, &mut out, pointer, depth),
+            Target::Strict => rules::strict(self, &mut out, pointer),
             Target::Gemini => rules::gemini(self, &mut out, pointer),
         }
         Value::Object(out)

@@ -39,7 +39,8 @@ fn definitions_for_each_provider() {
         None,
         json!({"additionalProperties": {"type": "string"}}),
     );
-    let (responses, report) = tools_with_report(Provider::OpenAiResponses, &[map.clone()]);
+    let (responses, report) =
+        tools_with_report(Provider::OpenAiResponses, std::slice::from_ref(&map));
     assert_eq!(responses[0]["strict"], false);
     assert_eq!(report.len(), 1);
     assert_eq!(report[0].kind, ChangeKind::StrictOff);

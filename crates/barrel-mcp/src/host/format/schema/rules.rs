@@ -69,9 +69,8 @@ const GEMINI_KEYS: [&str; 19] = [
 /// The formats Gemini takes.
 const GEMINI_FORMATS: [&str; 6] = ["date-time", "enum", "float", "double", "int32", "int64"];
 
-pub(super) fn strict(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str, _: usize) {
+pub(super) fn strict(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str) {
     one_of_as_any_of(shaper, out, at);
-    merge_all_of(shaper, out, at);
     drop_unknown(shaper, out, at, &STRICT_KEYS, "OpenAI strict mode");
     if let Some(format) = out.get("format").and_then(Value::as_str)
         && !STRICT_FORMATS.contains(&format)
@@ -83,6 +82,7 @@ pub(super) fn strict(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: 
     let is_object = out.get("type") == Some(&json!("object"))
         || (out.contains_key("properties") && !out.contains_key("type"));
     if is_object {
+        out.entry("type").or_insert_with(|| json!("object"));
         strict_object(shaper, out, at);
     } else if !["type", "anyOf", "enum", "const"]
         .iter()
@@ -104,7 +104,10 @@ fn strict_object(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str
     match out.get("additionalProperties") {
         None | Some(Value::Bool(false)) => {}
         Some(Value::Bool(true)) if out.contains_key("properties") => {}
-        Some(_) => shaper.block(at, "a map (additionalProperties) has no strict form"),
+        Some(_) => {
+            shaper.block(at, "a map (additionalProperties) has no strict form");
+            return;
+        }
     }
     let Some(Value::Object(properties)) = out.get_mut("properties") else {
         shaper.block(at, "an object without properties has no strict form");
@@ -194,7 +197,6 @@ pub(super) fn strict_root(shaper: &mut Shaper<'_>, root: &Value) {
 
 pub(super) fn gemini(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str) {
     one_of_as_any_of(shaper, out, at);
-    merge_all_of(shaper, out, at);
     if let Some(constant) = out.remove("const") {
         out.insert("enum".into(), json!([constant]));
     }
@@ -267,7 +269,7 @@ fn one_of_as_any_of(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &
 
 /// `allOf` merged into the schema: properties and required united, the other keywords taken
 /// from the first that has them (a conflict is reported).
-fn merge_all_of(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str) {
+pub(super) fn merge_all_of(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str) {
     let Some(Value::Array(branches)) = out.remove("allOf") else {
         return;
     };
