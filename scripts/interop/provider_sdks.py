@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import subprocess
 import sys
 import traceback
@@ -352,6 +353,32 @@ def check_results(provider: str, calls: list[Any], results: list[Any]) -> None:
     check(f"{provider}: the forecast call reached its server with the arguments restored", routed)
 
 
+GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "crates/barrel-mcp/tests/it/host/golden"
+
+
+def check_golden() -> None:
+    """The golden files of the Rust tests (the hostile schema matrix, shaped for each
+    provider; the tests keep them equal to what the code makes) pass the same checks."""
+    for provider in ("anthropic", "openai-chat", "openai-responses", "gemini"):
+        tools = json.loads((GOLDEN / f"{provider}.json").read_text())["tools"]
+        if provider == "anthropic":
+            body = lambda t=tools: [validate_param(at.ToolParam, x) for x in t]
+        elif provider == "openai-chat":
+            body = lambda t=tools: [validate_param(oc.ChatCompletionFunctionToolParam, x) or
+                                    (strict_rules(x["function"]["parameters"]) if x["function"].get("strict") else None)
+                                    for x in t]
+        elif provider == "openai-responses":
+            body = lambda t=tools: [validate_param(orr.FunctionToolParam, x) or
+                                    (strict_rules(x["parameters"]) if x["strict"] else None) for x in t]
+        else:
+            def body(t=tools) -> None:
+                gt.Tool.model_validate(t[0])
+                for d in t[0]["functionDeclarations"]:
+                    gt.Schema.from_json_schema(json_schema=gt.JSONSchema.model_validate(d["parametersJsonSchema"]),
+                                               api_option="GEMINI_API", raise_error_on_unsupported_field=True)
+        check(f"{provider}: the golden hostile schema matrix validates with the SDK", body)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--payloads", required=True)
@@ -374,6 +401,7 @@ def main() -> int:
                                                  f"{c} != {parsed.get(p)}"))
         check_tools(provider, payload["tools"], payload["report"])
         check_results(provider, calls, payload["results"])
+    check_golden()
     return 1 if failures else 0
 
 

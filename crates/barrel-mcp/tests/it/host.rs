@@ -2,6 +2,7 @@
 //! model's tool calls in each provider format routed to the right server, and what happens
 //! when a server goes away.
 
+mod golden;
 mod schema;
 
 use barrel_mcp::client::{Backoff, Client, Clients};

@@ -295,9 +295,12 @@ impl Shaper<'_> {
                 continue;
             }
             let at = format!("{pointer}/{}", escape(key));
-            let shaped = if ONE.contains(&key.as_str()) && !value.is_boolean() {
+            // `items` may also be a list (a tuple, before 2020-12).
+            let listed = LIST.contains(&key.as_str()) || key == "items";
+            let shaped = if ONE.contains(&key.as_str()) && !value.is_boolean() && !value.is_array()
+            {
                 self.node(value, &at, depth + 1)
-            } else if let (true, Value::Array(items)) = (LIST.contains(&key.as_str()), value) {
+            } else if let (true, Value::Array(items)) = (listed, value) {
                 let branches = items.iter().enumerate();
                 Value::Array(
                     branches

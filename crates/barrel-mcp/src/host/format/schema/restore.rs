@@ -1,9 +1,31 @@
 //! The reverse transform: a model's arguments, written against a shaped schema, back in the
 //! terms of the original one (see the [`schema`](super) module docs).
 
+use std::cell::Cell;
+
 use serde_json::{Map, Value};
 
 use super::{MAX_DEPTH, resolve_local};
+
+/// The most subschema visits one restore makes: a schema built to branch exponentially
+/// (`allOf` of two `$ref`s to `allOf`s of two ...) costs bounded time, and what is left
+/// unvisited is left as the model wrote it.
+const MAX_STEPS: usize = 100_000;
+
+/// One restore: the original schema and the visits left.
+struct Walk<'a> {
+    root: &'a Value,
+    steps: Cell<usize>,
+}
+
+impl Walk<'_> {
+    /// Takes one step; false when none are left.
+    fn step(&self) -> bool {
+        let left = self.steps.get();
+        self.steps.set(left.saturating_sub(1));
+        left > 0
+    }
+}
 
 /// `arguments` a model wrote against any provider's shaped form of `schema` (the tool's
 /// original `inputSchema`), as the original expects them: a `null` for an optional property
@@ -13,7 +35,11 @@ use super::{MAX_DEPTH, resolve_local};
 /// is changed; `$ref`s are followed inside the schema only.
 pub fn restore(schema: &Value, arguments: Map<String, Value>) -> Map<String, Value> {
     let mut value = Value::Object(arguments);
-    restore_value(schema, schema, &mut value, 0);
+    let walk = Walk {
+        root: schema,
+        steps: Cell::new(MAX_STEPS),
+    };
+    restore_value(&walk, schema, &mut value, 0);
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -31,10 +57,11 @@ fn resolved<'a>(root: &'a Value, mut schema: &'a Value) -> Option<&'a Value> {
     None
 }
 
-fn restore_value(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
-    if depth > MAX_DEPTH {
+fn restore_value(walk: &Walk<'_>, schema: &Value, value: &mut Value, depth: usize) {
+    if depth > MAX_DEPTH || !walk.step() {
         return;
     }
+    let root = walk.root;
     let Some(schema) = resolved(root, schema) else {
         return;
     };
@@ -44,17 +71,17 @@ fn restore_value(root: &Value, schema: &Value, value: &mut Value, depth: usize) 
         .into_iter()
         .flatten()
     {
-        restore_value(root, branch, value, depth + 1);
+        restore_value(walk, branch, value, depth + 1);
     }
     for key in ["anyOf", "oneOf"] {
         let branches = schema.get(key).and_then(Value::as_array);
         if let Some(branch) = branches.and_then(|b| pick_branch(root, b, value)) {
-            restore_value(root, branch, value, depth + 1);
+            restore_value(walk, branch, value, depth + 1);
         }
     }
     enum_value(schema, value);
     match value {
-        Value::Object(map) => restore_object(root, schema, map, depth),
+        Value::Object(map) => restore_object(walk, schema, map, depth),
         Value::Array(items) => {
             let prefix = schema.get("prefixItems").and_then(Value::as_array);
             for (i, item) in items.iter_mut().enumerate() {
@@ -62,7 +89,7 @@ fn restore_value(root: &Value, schema: &Value, value: &mut Value, depth: usize) 
                     .and_then(|p| p.get(i))
                     .or_else(|| schema.get("items").filter(|s| s.is_object()));
                 if let Some(sub) = sub {
-                    restore_value(root, sub, item, depth + 1);
+                    restore_value(walk, sub, item, depth + 1);
                 }
             }
         }
@@ -70,7 +97,7 @@ fn restore_value(root: &Value, schema: &Value, value: &mut Value, depth: usize) 
     }
 }
 
-fn restore_object(root: &Value, schema: &Value, map: &mut Map<String, Value>, depth: usize) {
+fn restore_object(walk: &Walk<'_>, schema: &Value, map: &mut Map<String, Value>, depth: usize) {
     let properties = schema.get("properties").and_then(Value::as_object);
     let required = |name: &str| {
         schema
@@ -86,10 +113,10 @@ fn restore_object(root: &Value, schema: &Value, map: &mut Map<String, Value>, de
             continue;
         };
         let is_null = map.get(&name).is_some_and(Value::is_null);
-        if is_null && !required(&name) && !takes_null(root, sub, depth) {
+        if is_null && !required(&name) && !takes_null(walk, sub, depth) {
             map.remove(&name);
         } else if let Some(value) = map.get_mut(&name) {
-            restore_value(root, sub, value, depth + 1);
+            restore_value(walk, sub, value, depth + 1);
         }
     }
 }
@@ -154,11 +181,11 @@ fn type_fits(declared: Option<&Value>, value: &Value) -> bool {
 }
 
 /// Whether `schema` may take `null`; true when unsure, so nothing valid is ever removed.
-fn takes_null(root: &Value, schema: &Value, depth: usize) -> bool {
-    if depth > MAX_DEPTH {
+fn takes_null(walk: &Walk<'_>, schema: &Value, depth: usize) -> bool {
+    if depth > MAX_DEPTH || !walk.step() {
         return true;
     }
-    let Some(schema) = resolved(root, schema) else {
+    let Some(schema) = resolved(walk.root, schema) else {
         return true;
     };
     let Value::Object(map) = schema else {
@@ -167,7 +194,7 @@ fn takes_null(root: &Value, schema: &Value, depth: usize) -> bool {
     let any = |key: &str| {
         map.get(key)
             .and_then(Value::as_array)
-            .map(|b| b.iter().any(|s| takes_null(root, s, depth + 1)))
+            .map(|b| b.iter().any(|s| takes_null(walk, s, depth + 1)))
     };
     if let Some(Value::Array(values)) = map.get("enum") {
         return values.contains(&Value::Null);
@@ -185,7 +212,7 @@ fn takes_null(root: &Value, schema: &Value, depth: usize) -> bool {
         return answer;
     }
     if let Some(Value::Array(all)) = map.get("allOf") {
-        return all.iter().all(|s| takes_null(root, s, depth + 1));
+        return all.iter().all(|s| takes_null(walk, s, depth + 1));
     }
     true
 }

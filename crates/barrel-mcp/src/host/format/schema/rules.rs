@@ -173,18 +173,28 @@ fn make_nullable(property: &mut Value) -> bool {
             true
         }
         Some(_) => false,
-        None => match map.get_mut("anyOf") {
-            Some(Value::Array(branches)) => {
+        None => {
+            if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
                 if !branches
                     .iter()
                     .any(|b| b.get("type") == Some(&json!("null")))
                 {
                     branches.push(json!({"type": "null"}));
                 }
-                true
+                return true;
             }
-            _ => map.contains_key("enum"),
-        },
+            if map.contains_key("enum") {
+                return true;
+            }
+            // A constant or nothing: an enum of it and null (`restore` drops the null).
+            match map.remove("const") {
+                Some(constant) => {
+                    map.insert("enum".into(), json!([constant, null]));
+                    true
+                }
+                None => false,
+            }
+        }
     }
 }
 
@@ -212,12 +222,25 @@ pub(super) fn gemini(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: 
             .map(|v| json!(v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
             .collect();
         *values = strings;
+        if let Some(default) = out.get_mut("default")
+            && !default.is_string()
+            && !default.is_null()
+        {
+            *default = json!(default.to_string());
+        }
         let string = if had_null {
             json!(["string", "null"])
         } else {
             json!("string")
         };
         out.insert("type".into(), string);
+    }
+    if !out.contains_key("type")
+        && let Some(Value::Array(values)) = out.get("enum")
+        && values.iter().all(Value::is_string)
+    {
+        // Gemini's enums are typed strings.
+        out.insert("type".into(), json!("string"));
     }
     for (key, relation) in [("exclusiveMinimum", ">"), ("exclusiveMaximum", "<")] {
         if let Some(bound) = out.remove(key) {

@@ -368,3 +368,56 @@ fn restore_leaves_valid_arguments_alone() {
     };
     assert_eq!(Value::Object(restore(&looped, map)), json!({"a": null}));
 }
+
+#[test]
+fn restore_is_bounded_on_a_branching_schema() {
+    // Each level an allOf of two references to the level below: 2^40 paths.
+    let mut defs = serde_json::Map::new();
+    defs.insert(
+        "d0".into(),
+        json!({"properties": {"x": {"type": "string"}}}),
+    );
+    for i in 1..=40 {
+        let r = format!("#/$defs/d{}", i - 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": r}, {"$ref": r}]}),
+        );
+    }
+    let schema = json!({"$defs": defs, "allOf": [{"$ref": "#/$defs/d40"}]});
+    let Value::Object(map) = json!({"x": null, "y": "1"}) else {
+        unreachable!()
+    };
+    let started = std::time::Instant::now();
+    let _ = restore(&schema, map);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    for provider in Provider::ALL {
+        let started = std::time::Instant::now();
+        let _ = shape(provider, "t", &schema);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn tuple_items_stay_a_list() {
+    let schema = json!({"properties": {"pair": {"type": "array",
+        "items": [{"type": "string"}, {"$ref": "#/$defs/n"}]}}, "$defs": {"n": {"type": "integer"}}});
+    let shaped = shape(Provider::Anthropic, "t", &schema);
+    assert_eq!(
+        shaped.schema["properties"]["pair"]["items"],
+        json!([{"type": "string"}, {"type": "integer"}])
+    );
+    assert!(shaped.changes.is_empty());
+}
+
+#[test]
+fn an_optional_constant_is_strict_and_its_null_restored() {
+    let schema = json!({"properties": {"k": {"const": 7}}});
+    let shaped = shape(Provider::OpenAiChat, "t", &schema);
+    assert!(shaped.strict, "{:?}", details(&shaped));
+    assert_eq!(shaped.schema["properties"]["k"], json!({"enum": [7, null]}));
+    let Value::Object(map) = json!({"k": null}) else {
+        unreachable!()
+    };
+    assert!(restore(&schema, map).is_empty());
+}
