@@ -147,6 +147,8 @@ fn shape_for(target: Target, tool: &str, schema: &Value) -> Shaped {
         changes: Vec::new(),
         refs: Vec::new(),
         nodes: 0,
+        properties: 0,
+        enum_values: 0,
         blocked: false,
     };
     let root = match schema {
@@ -203,6 +205,9 @@ pub(crate) struct Shaper<'a> {
     /// The `$ref`s being expanded on the current path.
     refs: Vec<String>,
     nodes: usize,
+    /// Properties and enum values seen so far (OpenAI's limits are per schema).
+    pub(crate) properties: usize,
+    pub(crate) enum_values: usize,
     /// Strict mode is impossible for this schema.
     pub(crate) blocked: bool,
 }

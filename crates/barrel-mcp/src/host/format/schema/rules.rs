@@ -90,13 +90,14 @@ pub(super) fn strict(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: 
     {
         shaper.block(at, "a subschema without a type");
     }
-    if out
+    // The limits hold for the whole schema.
+    let before = shaper.enum_values;
+    shaper.enum_values += out
         .get("enum")
         .and_then(Value::as_array)
-        .map_or(0, Vec::len)
-        > STRICT_MAX_ENUM_VALUES
-    {
-        shaper.block(at, "more than 1,000 enum values");
+        .map_or(0, Vec::len);
+    if before <= STRICT_MAX_ENUM_VALUES && shaper.enum_values > STRICT_MAX_ENUM_VALUES {
+        shaper.block(at, "more than 1,000 enum values in the schema");
     }
 }
 
@@ -116,8 +117,10 @@ fn strict_object(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str
     if at.matches("/properties/").count() >= STRICT_MAX_NESTING {
         shaper.block(at, "objects nested more than 10 levels");
     }
-    if properties.len() > STRICT_MAX_PROPERTIES {
-        shaper.block(at, "more than 5,000 properties");
+    let before = shaper.properties;
+    shaper.properties += properties.len();
+    if before <= STRICT_MAX_PROPERTIES && shaper.properties > STRICT_MAX_PROPERTIES {
+        shaper.block(at, "more than 5,000 properties in the schema");
     }
     let required: Vec<String> = out
         .get("required")

@@ -186,6 +186,17 @@ fn openai_stays_non_strict_when_it_cannot() {
             "{schema}: {off:?}"
         );
     }
+    // 1,001 enum values over two properties are too many, and so are 5,001 properties over
+    // two objects.
+    let half: Vec<Value> = (0..501).map(|i| json!(format!("v{i}"))).collect();
+    let enums = json!({"properties": {"a": {"enum": half}, "b": {"enum": half}}});
+    assert!(!shape(Provider::OpenAiChat, "t", &enums).strict);
+    let many: serde_json::Map<String, Value> = (0..2_501)
+        .map(|i| (format!("p{i}"), json!({"type": "string"})))
+        .collect();
+    let wide = json!({"properties": {"a": {"type": "object", "properties": many},
+                                     "b": {"type": "object", "properties": many}}});
+    assert!(!shape(Provider::OpenAiChat, "t", &wide).strict);
     // Eleven levels of objects are too many.
     let mut deep =
         json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]});
