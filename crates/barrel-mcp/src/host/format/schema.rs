@@ -35,6 +35,7 @@
 //! that value). Arguments that already satisfy the original schema pass unchanged, so one
 //! reverse transform serves every provider.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use serde_json::{Map, Value, json};
@@ -147,6 +148,7 @@ fn shape_for(target: Target, tool: &str, schema: &Value) -> Shaped {
         changes: Vec::new(),
         refs: Vec::new(),
         nodes: 0,
+        blocked_at: HashSet::new(),
         properties: 0,
         enum_values: 0,
         blocked: false,
@@ -210,6 +212,8 @@ pub(crate) struct Shaper<'a> {
     pub(crate) enum_values: usize,
     /// Strict mode is impossible for this schema.
     pub(crate) blocked: bool,
+    /// Where it was found impossible.
+    blocked_at: HashSet<String>,
 }
 
 /// Keywords whose value is one subschema.
@@ -248,9 +252,9 @@ impl Shaper<'_> {
         });
     }
 
-    /// Strict mode cannot hold: each place and reason is reported.
+    /// Strict mode cannot hold: each place is reported, with its first reason.
     pub(crate) fn block(&mut self, pointer: &str, why: &str) {
-        if self.target == Target::Strict {
+        if self.target == Target::Strict && self.blocked_at.insert(pointer.to_owned()) {
             self.blocked = true;
             self.change(
                 pointer,
@@ -283,7 +287,14 @@ impl Shaper<'_> {
         }
         self.nodes += 1;
         if self.nodes > MAX_NODES {
-            return self.permissive(pointer, format!("more than {MAX_NODES} subschemas: cut"));
+            // Reported once: the rest of the schema is cut the same way.
+            if self.nodes == MAX_NODES + 1 {
+                return self.permissive(
+                    pointer,
+                    format!("more than {MAX_NODES} subschemas: cut here and after"),
+                );
+            }
+            return json!({});
         }
         if self.target != Target::Plain && map.contains_key("allOf") {
             // Merged before the walk, so each branch is not held to the rules on its own.
