@@ -10,7 +10,10 @@
 //! recursive `$ref` is expanded once and cut at its second appearance on one path, a schema
 //! deeper than [`MAX_DEPTH`] levels is cut there, and a tool's shaped schema has at most
 //! [`MAX_NODES`] subschemas (a `$ref` used many times cannot blow it up); each cut is a
-//! permissive schema and a report entry. Then, per provider:
+//! permissive schema and a report entry. A root `$ref` that names anything but an object
+//! schema is replaced like a root of another type. Then, per provider (for OpenAI strict mode
+//! and Gemini, object keywords on a schema typed otherwise, and array keywords likewise, are
+//! dropped first):
 //!
 //! - **Anthropic**: the rest passes through (its API takes JSON Schema 2020-12).
 //! - **OpenAI** (Chat Completions and Responses): strict mode when the schema allows it. Every
@@ -183,11 +186,24 @@ fn shape_for(target: Target, tool: &str, schema: &Value) -> Shaped {
         }
     };
     let mut root = root;
-    if let Value::Object(map) = &mut root {
+    if let Value::Object(map) = &mut root
+        && !map.contains_key("$ref")
+    {
+        // Written before the walk, so the rules see an object (a `$ref` root gets its target's).
         map.entry("type").or_insert_with(|| json!("object"));
         map.entry("properties").or_insert_with(|| json!({}));
     }
-    let shaped = shaper.node(&root, "", 0);
+    let mut shaped = shaper.node(&root, "", 0);
+    if shaped.get("type").is_some_and(|t| t != "object") {
+        let detail = "the root $ref names a schema that is not an object: replaced by an empty object schema";
+        shaper.change("", ChangeKind::Permissive, detail);
+        shaper.block("", "the root is not an object schema");
+        shaped = json!({});
+    }
+    if let Value::Object(map) = &mut shaped {
+        map.entry("type").or_insert_with(|| json!("object"));
+        map.entry("properties").or_insert_with(|| json!({}));
+    }
     if target == Target::Strict {
         rules::strict_root(&mut shaper, &shaped);
     }

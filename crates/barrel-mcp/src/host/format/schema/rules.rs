@@ -79,8 +79,12 @@ pub(super) fn strict(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: 
         out.remove("format");
         shaper.change(&format!("{at}/format"), ChangeKind::Dropped, detail);
     }
-    let is_object = out.get("type") == Some(&json!("object"))
-        || (out.contains_key("properties") && !out.contains_key("type"));
+    drop_misplaced(shaper, out, at);
+    let is_object = match out.get("type") {
+        Some(Value::Array(types)) => types.contains(&json!("object")),
+        Some(t) => t == "object",
+        None => out.contains_key("properties"),
+    };
     if is_object {
         out.entry("type").or_insert_with(|| json!("object"));
         strict_object(shaper, out, at);
@@ -210,6 +214,7 @@ pub(super) fn strict_root(shaper: &mut Shaper<'_>, root: &Value) {
 
 pub(super) fn gemini(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str) {
     one_of_as_any_of(shaper, out, at);
+    drop_misplaced(shaper, out, at);
     if let Some(constant) = out.remove("const") {
         out.insert("enum".into(), json!([constant]));
     }
@@ -274,6 +279,54 @@ pub(super) fn gemini(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: 
         shaper.change(&format!("{at}/format"), ChangeKind::Dropped, detail);
     }
     drop_unknown(shaper, out, at, &GEMINI_KEYS, "Gemini");
+}
+
+/// Keywords of objects and of arrays, dropped from a schema whose type is neither (they
+/// constrain nothing there, and both providers refuse some of them out of place).
+fn drop_misplaced(shaper: &mut Shaper<'_>, out: &mut Map<String, Value>, at: &str) {
+    let types: Vec<String> = match out.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => return,
+    };
+    let groups: [(&str, &[&str]); 2] = [
+        (
+            "object",
+            &[
+                "properties",
+                "required",
+                "additionalProperties",
+                "minProperties",
+                "maxProperties",
+            ],
+        ),
+        (
+            "array",
+            &[
+                "items",
+                "prefixItems",
+                "minItems",
+                "maxItems",
+                "uniqueItems",
+            ],
+        ),
+    ];
+    for (kind, keys) in groups {
+        if types.iter().any(|t| t == kind) {
+            continue;
+        }
+        for key in keys {
+            if out.remove(*key).is_some() {
+                let detail =
+                    format!("dropped {key}: it applies to an {kind}, and the type is {types:?}");
+                shaper.change(&format!("{at}/{key}"), ChangeKind::Dropped, detail);
+            }
+        }
+    }
 }
 
 /// `oneOf` read as `anyOf` (a value matching two branches is no longer refused).

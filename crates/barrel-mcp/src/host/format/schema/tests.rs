@@ -432,3 +432,136 @@ fn an_optional_constant_is_strict_and_its_null_restored() {
     };
     assert!(restore(&schema, map).is_empty());
 }
+
+/// A small deterministic generator (no new dependency).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) as usize) % below.max(1)
+    }
+}
+
+fn random_schema(rng: &mut Lcg, depth: usize) -> Value {
+    let leaf = [
+        json!({"type": "string", "format": "email", "minLength": 2}),
+        json!({"type": "integer", "exclusiveMaximum": 3}),
+        json!({"enum": [1, "a", null, true]}),
+        json!({"const": {"x": 1}}),
+        json!({"$ref": "#/$defs/a"}),
+        json!({"$ref": "#/$defs/missing"}),
+        json!({"$ref": "https://example.test/x"}),
+        json!({"$ref": 5}),
+        json!(true),
+        json!(false),
+        json!(3),
+        json!({}),
+        json!({"type": ["number", "null"]}),
+        json!({"type": 7}),
+    ];
+    if depth == 0 || rng.next(4) == 0 {
+        return leaf[rng.next(leaf.len())].clone();
+    }
+    let mut node = serde_json::Map::new();
+    for _ in 0..rng.next(4) {
+        match rng.next(8) {
+            0 => {
+                let props: serde_json::Map<String, Value> = (0..rng.next(4))
+                    .map(|i| (format!("p{i}/~"), random_schema(rng, depth - 1)))
+                    .collect();
+                node.insert("properties".into(), Value::Object(props));
+                node.insert("required".into(), json!(["p0/~", "nope"]));
+            }
+            1 => {
+                node.insert("items".into(), random_schema(rng, depth - 1));
+            }
+            2 => {
+                let branches = (0..rng.next(3) + 1)
+                    .map(|_| random_schema(rng, depth - 1))
+                    .collect();
+                let key = ["anyOf", "oneOf", "allOf"][rng.next(3)];
+                node.insert(key.into(), Value::Array(branches));
+            }
+            3 => {
+                node.insert("additionalProperties".into(), random_schema(rng, depth - 1));
+            }
+            4 => {
+                node.insert(
+                    "type".into(),
+                    json!(["object", "array", "null"][rng.next(3)]),
+                );
+            }
+            5 => {
+                node.insert("not".into(), random_schema(rng, depth - 1));
+            }
+            6 => {
+                node.insert("items".into(), json!([random_schema(rng, depth - 1)]));
+            }
+            _ => {
+                node.insert("$ref".into(), json!("#"));
+            }
+        }
+    }
+    Value::Object(node)
+}
+
+/// Every object of a strict schema is closed with every property required.
+fn assert_strict(schema: &Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(props)) = map.get("properties") {
+                assert_eq!(map.get("additionalProperties"), Some(&json!(false)));
+                let required: Vec<&str> = map["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap())
+                    .collect();
+                let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
+                names.sort_unstable();
+                let mut sorted = required.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, names);
+            }
+            for key in ["allOf", "oneOf", "not", "$ref", "$defs"] {
+                assert!(!map.contains_key(key), "{key} in a strict schema");
+            }
+            map.values().for_each(assert_strict);
+        }
+        Value::Array(items) => items.iter().for_each(assert_strict),
+        _ => {}
+    }
+}
+
+#[test]
+fn generated_schemas_never_break_shaping_or_restore() {
+    let mut rng = Lcg(0x5eed);
+    for _ in 0..400 {
+        let mut schema = random_schema(&mut rng, 5);
+        if let Value::Object(map) = &mut schema {
+            map.insert("$defs".into(), json!({"a": random_schema(&mut rng, 3)}));
+        }
+        for provider in Provider::ALL {
+            let shaped = shape(provider, "t", &schema);
+            assert_eq!(shaped.schema["type"], "object", "{schema}");
+            if shaped.strict {
+                assert_strict(&shaped.schema);
+            }
+            if provider == Provider::Gemini {
+                let text = shaped.schema.to_string();
+                for key in ["\"$ref\"", "\"oneOf\"", "\"allOf\"", "\"not\"", "\"const\""] {
+                    assert!(!text.contains(key), "{key} in {text}");
+                }
+            }
+        }
+        let Value::Object(args) = json!({"p0/~": null, "p1/~": "1", "p2/~": [null, {"x": null}]})
+        else {
+            unreachable!()
+        };
+        let _ = restore(&schema, args);
+    }
+}
