@@ -565,3 +565,31 @@ fn generated_schemas_never_break_shaping_or_restore() {
         let _ = restore(&schema, args);
     }
 }
+
+#[test]
+fn a_root_ref_keeps_its_target() {
+    let defs = json!({"args": {"type": "object", "properties": {"a": {"type": "string"}}},
+                      "s": {"type": "string"}});
+    let to_args = json!({"$ref": "#/$defs/args", "$defs": defs});
+    for provider in Provider::ALL {
+        let shaped = shape(provider, "t", &to_args);
+        let want = if shaped.strict {
+            json!(["string", "null"])
+        } else {
+            json!("string")
+        };
+        assert_eq!(
+            shaped.schema["properties"]["a"]["type"], want,
+            "{provider:?}"
+        );
+        assert!(
+            shaped.changes.is_empty(),
+            "{provider:?}: {:?}",
+            details(&shaped)
+        );
+        let to_string = json!({"$ref": "#/$defs/s", "$defs": defs});
+        let shaped = shape(provider, "t", &to_string);
+        assert_eq!(shaped.schema["type"], "object");
+        assert!(has(&shaped, "", ChangeKind::Permissive), "{provider:?}");
+    }
+}
