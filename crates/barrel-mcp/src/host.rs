@@ -6,7 +6,9 @@
 //! - [`uri`]: resource URIs of many servers in one namespace (`prefix+uri`), rewritten wherever
 //!   they travel;
 //! - [`host::format`](mod@crate::host::format): tool definitions, tool calls and tool results in the formats of Anthropic,
-//!   OpenAI (Chat Completions and Responses) and Gemini.
+//!   OpenAI (Chat Completions and Responses) and Gemini, each tool's schema shaped into what
+//!   the provider takes, with a report of every lossy change and the reverse transform for
+//!   the model's arguments ([`format::schema`]).
 //!
 //! On them: [`Host`], one catalog ([`Catalog`]) over the servers of a
 //! [`Clients`](crate::client::Clients) registry, and the routing of a model's tool calls back to

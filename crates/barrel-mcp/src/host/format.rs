@@ -2,11 +2,12 @@
 //! calls back out of its response, and MCP results as the messages that carry them to the
 //! model, for Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini.
 //!
-//! - [`tools`]: the `tools` value of a request. Schemas get the steps every provider needs:
-//!   a root without `type` becomes an object (and one of another type an empty object schema),
-//!   `$schema`, `$id` and `$comment` are removed (Gemini
-//!   refuses `$schema`), and nothing is ever fetched for a `$ref`. OpenAI Responses gets
-//!   `strict: false` written out (left out, it turns every schema strict).
+//! - [`tools`]: the `tools` value of a request, each schema shaped into what the provider
+//!   takes ([`schema`]): local `$ref`s inlined, nothing ever fetched, OpenAI strict mode where
+//!   the schema allows it, Gemini's subset. [`tools_with_report`] also gives every lossy
+//!   change ([`SchemaChange`]), and [`schema::restore`] turns a model's arguments back into
+//!   what the original schema expects ([`Host::call`](super::Host::call) does it). OpenAI
+//!   Responses always gets `strict` written out (left out, it turns every schema strict).
 //! - [`calls`]: the tool calls in a provider's response (the whole response, or just its
 //!   message or output). Arguments stay as the model wrote them ([`Arguments`]); invalid JSON
 //!   becomes a tool error for the model when the call is routed, never a panic and never a
@@ -23,11 +24,14 @@
 use barrel_mcp_types::{CallToolResult, ContentBlock, ResourceContents, Role};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 mod anthropic;
 mod gemini;
 mod openai;
+pub mod schema;
+
+pub use schema::{ChangeKind, SchemaChange};
 
 /// A model API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,14 +135,31 @@ pub struct ToolCall {
     pub arguments: Arguments,
 }
 
-/// The `tools` value of a request to `provider`.
+/// The `tools` value of a request to `provider`, each schema shaped for it ([`schema`]).
 pub fn tools(provider: Provider, specs: &[ToolSpec]) -> Value {
-    match provider {
-        Provider::Anthropic => anthropic::tools(specs),
-        Provider::OpenAiChat => openai::chat_tools(specs),
-        Provider::OpenAiResponses => openai::responses_tools(specs),
-        Provider::Gemini => gemini::tools(specs),
-    }
+    tools_with_report(provider, specs).0
+}
+
+/// The `tools` value of a request to `provider`, and every lossy change shaping made to the
+/// tools' schemas (for a host to log or show), in tool order.
+pub fn tools_with_report(provider: Provider, specs: &[ToolSpec]) -> (Value, Vec<SchemaChange>) {
+    let shaped: Vec<(&ToolSpec, schema::Shaped)> = specs
+        .iter()
+        .map(|spec| {
+            (
+                spec,
+                schema::shape(provider, &spec.name, &spec.input_schema),
+            )
+        })
+        .collect();
+    let tools = match provider {
+        Provider::Anthropic => anthropic::tools(&shaped),
+        Provider::OpenAiChat => openai::chat_tools(&shaped),
+        Provider::OpenAiResponses => openai::responses_tools(&shaped),
+        Provider::Gemini => gemini::tools(&shaped),
+    };
+    let changes = shaped.into_iter().flat_map(|(_, s)| s.changes).collect();
+    (tools, changes)
 }
 
 /// The tool calls in `response` (a whole provider response, or its message / output / content).
@@ -169,30 +190,6 @@ pub fn error_result(text: impl Into<String>) -> CallToolResult {
         is_error: Some(true),
         ..CallToolResult::default()
     }
-}
-
-/// A schema with the steps every provider needs (see the module docs).
-pub(crate) fn shaped_schema(schema: &Value) -> Value {
-    let mut schema = match schema {
-        Value::Object(map) => map.clone(),
-        _ => Map::new(),
-    };
-    for key in ["$schema", "$id", "$comment"] {
-        schema.remove(key);
-    }
-    // Every provider takes an object: a schema of anything else (a string, a type list)
-    // cannot describe named arguments, and one such tool would fail the whole request.
-    if schema.get("type").is_some_and(|t| t != "object") {
-        tracing::debug!("a tool schema that is not an object was replaced");
-        schema = Map::new();
-    }
-    if !schema.contains_key("type") {
-        schema.insert("type".into(), json!("object"));
-    }
-    if schema.get("type") == Some(&json!("object")) && !schema.contains_key("properties") {
-        schema.insert("properties".into(), json!({}));
-    }
-    Value::Object(schema)
 }
 
 /// One piece of a result, in the terms every provider module maps from.

@@ -251,7 +251,11 @@ impl Host {
             );
         };
         let arguments = match call.arguments.to_object() {
-            Ok(arguments) => arguments,
+            // Back from the provider's shaped schema into the tool's own terms.
+            Ok(arguments) => super::format::schema::restore(
+                &serde_json::Value::Object(entry.tool.input_schema.clone()),
+                arguments,
+            ),
             Err(why) => {
                 return (
                     error_result(why.clone()),

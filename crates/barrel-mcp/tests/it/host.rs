@@ -2,6 +2,9 @@
 //! model's tool calls in each provider format routed to the right server, and what happens
 //! when a server goes away.
 
+mod golden;
+mod schema;
+
 use barrel_mcp::client::{Backoff, Client, Clients};
 use barrel_mcp::host::format::{self, Provider};
 use barrel_mcp::host::{CallFailure, Host};

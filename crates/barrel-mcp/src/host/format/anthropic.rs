@@ -4,16 +4,17 @@
 use barrel_mcp_types::CallToolResult;
 use serde_json::{Map, Value, json};
 
-use super::{Arguments, Piece, ToolCall, ToolSpec, failed, pieces, shaped_schema};
+use super::schema::Shaped;
+use super::{Arguments, Piece, ToolCall, ToolSpec, failed, pieces};
 
-pub(super) fn tools(specs: &[ToolSpec]) -> Value {
+pub(super) fn tools(specs: &[(&ToolSpec, Shaped)]) -> Value {
     Value::Array(
         specs
             .iter()
-            .map(|spec| {
+            .map(|(spec, shaped)| {
                 let mut tool = json!({
                     "name": spec.name,
-                    "input_schema": shaped_schema(&spec.input_schema),
+                    "input_schema": shaped.schema,
                 });
                 if let Some(description) = &spec.description {
                     tool["description"] = json!(description);

@@ -7,15 +7,16 @@
 use barrel_mcp_types::CallToolResult;
 use serde_json::{Map, Value, json};
 
-use super::{Arguments, Piece, ToolCall, ToolSpec, as_text, failed, pieces, shaped_schema};
+use super::schema::Shaped;
+use super::{Arguments, Piece, ToolCall, ToolSpec, as_text, failed, pieces};
 
-pub(super) fn tools(specs: &[ToolSpec]) -> Value {
+pub(super) fn tools(specs: &[(&ToolSpec, Shaped)]) -> Value {
     let declarations: Vec<Value> = specs
         .iter()
-        .map(|spec| {
+        .map(|(spec, shaped)| {
             let mut declaration = json!({
                 "name": spec.name,
-                "parametersJsonSchema": shaped_schema(&spec.input_schema),
+                "parametersJsonSchema": shaped.schema,
             });
             if let Some(description) = &spec.description {
                 declaration["description"] = json!(description);

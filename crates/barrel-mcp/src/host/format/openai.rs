@@ -1,7 +1,7 @@
 //! OpenAI, both APIs.
 //!
 //! - Chat Completions: `tools[]` of `{type: function, function: {name, description,
-//!   parameters}}`; calls are `message.tool_calls[]` with JSON-text arguments; results are one
+//!   parameters, strict?}}`; calls are `message.tool_calls[]` with JSON-text arguments; results are one
 //!   `{role: tool, tool_call_id, content}` message per call, text only.
 //! - Responses: `tools[]` of `{type: function, name, description, parameters, strict}`; calls
 //!   are `function_call` output items; results are `function_call_output` input items whose
@@ -10,19 +10,22 @@
 use barrel_mcp_types::CallToolResult;
 use serde_json::{Value, json};
 
-use super::{
-    Arguments, Piece, ToolCall, ToolSpec, as_text, failed, pieces, shaped_schema, with_header,
-};
+use super::schema::Shaped;
+use super::{Arguments, Piece, ToolCall, ToolSpec, as_text, failed, pieces, with_header};
 
-pub(super) fn chat_tools(specs: &[ToolSpec]) -> Value {
+pub(super) fn chat_tools(specs: &[(&ToolSpec, Shaped)]) -> Value {
     Value::Array(
         specs
             .iter()
-            .map(|spec| {
+            .map(|(spec, shaped)| {
                 let mut function = json!({
                     "name": spec.name,
-                    "parameters": shaped_schema(&spec.input_schema),
+                    "parameters": shaped.schema,
                 });
+                // Chat Completions stays non-strict unless told.
+                if shaped.strict {
+                    function["strict"] = json!(true);
+                }
                 if let Some(description) = &spec.description {
                     function["description"] = json!(description);
                 }
@@ -32,18 +35,18 @@ pub(super) fn chat_tools(specs: &[ToolSpec]) -> Value {
     )
 }
 
-pub(super) fn responses_tools(specs: &[ToolSpec]) -> Value {
+pub(super) fn responses_tools(specs: &[(&ToolSpec, Shaped)]) -> Value {
     Value::Array(
         specs
             .iter()
-            .map(|spec| {
+            .map(|(spec, shaped)| {
                 // Left out, `strict` would make Responses turn the schema strict (every property
                 // required), which changes what the tool takes.
                 let mut tool = json!({
                     "type": "function",
                     "name": spec.name,
-                    "parameters": shaped_schema(&spec.input_schema),
-                    "strict": false,
+                    "parameters": shaped.schema,
+                    "strict": shaped.strict,
                 });
                 if let Some(description) = &spec.description {
                     tool["description"] = json!(description);

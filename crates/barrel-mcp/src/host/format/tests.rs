@@ -28,9 +28,27 @@ fn definitions_for_each_provider() {
     assert_eq!(chat[0]["type"], "function");
     assert_eq!(chat[0]["function"]["name"], "github__search");
     assert_eq!(chat[0]["function"]["parameters"]["required"], json!(["q"]));
+    assert_eq!(chat[0]["function"]["strict"], true);
     let responses = tools(Provider::OpenAiResponses, &[spec()]);
     assert_eq!(responses[0]["name"], "github__search");
+    assert_eq!(responses[0]["strict"], true);
+    assert_eq!(responses[0]["parameters"]["additionalProperties"], false);
+    // A schema strict mode cannot hold is sent non-strict, and `strict` says so.
+    let map = ToolSpec::new(
+        "m",
+        None,
+        json!({"additionalProperties": {"type": "string"}}),
+    );
+    let (responses, report) =
+        tools_with_report(Provider::OpenAiResponses, std::slice::from_ref(&map));
     assert_eq!(responses[0]["strict"], false);
+    assert_eq!(report.len(), 1);
+    assert_eq!(report[0].kind, ChangeKind::StrictOff);
+    assert!(
+        tools(Provider::OpenAiChat, &[map])[0]["function"]
+            .get("strict")
+            .is_none()
+    );
     let gemini = tools(Provider::Gemini, &[spec()]);
     let declaration = &gemini[0]["functionDeclarations"][0];
     assert_eq!(declaration["name"], "github__search");
