@@ -25,6 +25,8 @@ pub struct CatalogTool {
     pub server: String,
     /// Its definition, as that server gave it (under its own name).
     pub tool: Tool,
+    /// Its input schema as one JSON value, for mending a model's arguments on every call.
+    pub(crate) schema: serde_json::Value,
 }
 
 impl CatalogTool {
@@ -114,6 +116,7 @@ impl Catalog {
                 .map(|(exposed, server, tool)| CatalogTool {
                     exposed,
                     server,
+                    schema: serde_json::Value::Object(tool.input_schema.clone()),
                     tool: tool.clone(),
                 })
                 .collect();

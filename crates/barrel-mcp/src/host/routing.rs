@@ -252,10 +252,7 @@ impl Host {
         };
         let arguments = match call.arguments.to_object() {
             // Back from the provider's shaped schema into the tool's own terms.
-            Ok(arguments) => super::format::schema::restore(
-                &serde_json::Value::Object(entry.tool.input_schema.clone()),
-                arguments,
-            ),
+            Ok(arguments) => super::format::schema::restore(&entry.schema, arguments),
             Err(why) => {
                 return (
                     error_result(why.clone()),
