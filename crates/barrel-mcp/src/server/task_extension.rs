@@ -201,15 +201,14 @@ impl Created {
         cancel: CancellationToken,
         work: tokio::task::JoinHandle<Result<Value, ErrorObject>>,
     ) -> Result<Value, ErrorObject> {
-        tasks::watch(
-            server,
-            self.id,
-            self.owner,
-            Era::Extension,
-            self.ttl,
-            cancel,
-            work,
-        );
+        let watched = tasks::Watched {
+            id: self.id,
+            owner: self.owner,
+            era: Era::Extension,
+            ttl: self.ttl,
+            announce: None,
+        };
+        tasks::watch(server, watched, cancel, work);
         Ok(self.answer)
     }
 }

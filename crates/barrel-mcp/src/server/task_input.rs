@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use crate::Error;
+use crate::peer::Peer;
 use crate::task::{Era, TaskRecord};
 
 /// The dispatcher's answer to a start request: the task exists, or why it could not be made.
@@ -96,6 +97,8 @@ pub(crate) struct TaskInput {
     era: Era,
     /// Questions out to the client (2025-11-25): the task is `input_required` while any is.
     outstanding: Arc<AtomicU32>,
+    /// Told of each status change (`notifications/tasks/status`, 2025-11-25).
+    announce: Option<Peer>,
     /// Every key asked so far: a key is unique over the task's life.
     used: Mutex<HashSet<String>>,
     next_key: AtomicU32,
@@ -109,9 +112,16 @@ impl TaskInput {
             owner,
             era,
             outstanding: Arc::new(AtomicU32::new(0)),
+            announce: None,
             used: Mutex::new(HashSet::new()),
             next_key: AtomicU32::new(0),
         }
+    }
+
+    /// Tells `peer` of each status change of the task (2025-11-25).
+    pub(crate) fn announcing(mut self, peer: Peer) -> Self {
+        self.announce = Some(peer);
+        self
     }
 
     /// The task id.
@@ -137,6 +147,7 @@ impl TaskInput {
             owner: self.owner.clone(),
             era: self.era,
             outstanding: Arc::clone(&self.outstanding),
+            announce: self.announce.clone(),
         })
     }
 
@@ -147,13 +158,16 @@ impl TaskInput {
             }
             t.set_status(status)
         };
-        let _ = self
+        if let Ok(record) = self
             .server
             .inner
             .tasks
             .store
             .update(&self.id, &self.owner, self.era, &change)
-            .await;
+            .await
+        {
+            super::tasks::announce_status(self.announce.as_ref(), &record).await;
+        }
     }
 
     /// The key of the next question: `key` (refused when this task already used it), else
@@ -288,6 +302,7 @@ pub(crate) struct ClientWait {
     owner: String,
     era: Era,
     outstanding: Arc<AtomicU32>,
+    announce: Option<Peer>,
 }
 
 impl Drop for ClientWait {
@@ -302,6 +317,7 @@ impl Drop for ClientWait {
             self.era,
         );
         let outstanding = Arc::clone(&self.outstanding);
+        let announce = self.announce.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 let working = |t: &mut TaskRecord| {
@@ -313,12 +329,15 @@ impl Drop for ClientWait {
                     }
                     Ok(())
                 };
-                let _ = server
+                if let Ok(record) = server
                     .inner
                     .tasks
                     .store
                     .update(&id, &owner, era, &working)
-                    .await;
+                    .await
+                {
+                    super::tasks::announce_status(announce.as_ref(), &record).await;
+                }
             });
         }
     }

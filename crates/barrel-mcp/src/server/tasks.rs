@@ -31,7 +31,7 @@ use super::Server;
 use super::context::Scope;
 use super::invoke;
 use super::task_input::{TaskInput, TaskSlot};
-use crate::peer::RequestContext;
+use crate::peer::{Peer, RequestContext};
 use crate::task::{Era, TaskOutcome, TaskRecord, TaskStore, new_task_id};
 
 /// Tasks listed per `tasks/list` page.
@@ -203,38 +203,59 @@ pub(crate) async fn call_as_task(
     };
     let runner = server.clone();
     let slot = Arc::new(TaskSlot::eager());
-    slot.set(Arc::new(TaskInput::new(
-        server.clone(),
-        id.clone(),
-        owner.clone(),
-        Era::Sessions,
-    )));
+    let announce = cx.peer.unrelated();
+    slot.set(Arc::new(
+        TaskInput::new(server.clone(), id.clone(), owner.clone(), Era::Sessions)
+            .announcing(announce.clone()),
+    ));
     // The work on a task of its own: a panic in the handler fails the task (instead of leaving
     // it working).
     let work = tokio::spawn(async move {
         let mode = invoke::AsTask::Running(slot);
         invoke::call_tool_as(&runner, scope, Some(raw), work_cx, mode).await
     });
-    watch(server, id, owner, Era::Sessions, ttl, cancel, work);
+    let watched = Watched {
+        id,
+        owner,
+        era: Era::Sessions,
+        ttl,
+        announce: Some(announce),
+    };
+    watch(server, watched, cancel, work);
     encode(&CreateTaskResult {
         task: created,
         meta: None,
     })
 }
 
+/// The task whose work [`watch`] keeps.
+pub(crate) struct Watched {
+    pub(crate) id: String,
+    pub(crate) owner: String,
+    pub(crate) era: Era,
+    /// Past it the work is stopped (its record is gone then).
+    pub(crate) ttl: Option<Duration>,
+    /// Told of the task's end with `notifications/tasks/status` (2025-11-25 sessions).
+    pub(crate) announce: Option<Peer>,
+}
+
 /// Keeps the outcome of a task's `work` in the store, or stops the work when `cancel` fires
-/// (`tasks/cancel`) or the task's `ttl` passes (its record is gone then: nothing could see the
+/// (`tasks/cancel`) or the task's TTL passes (its record is gone then: nothing could see the
 /// outcome, and nothing could cancel it any more); a late outcome after a cancel is refused by
 /// the record, not applied.
 pub(crate) fn watch(
     server: &Server,
-    id: String,
-    owner: String,
-    era: Era,
-    ttl: Option<Duration>,
+    task: Watched,
     cancel: CancellationToken,
     mut work: JoinHandle<Result<Value, ErrorObject>>,
 ) {
+    let Watched {
+        id,
+        owner,
+        era,
+        ttl,
+        announce,
+    } = task;
     let tasks = &server.inner.tasks;
     tasks.purge_every(server.config().task_limits.purge_interval);
     tasks.running().insert(id.clone(), cancel.clone());
@@ -270,7 +291,10 @@ pub(crate) fn watch(
             };
             let finish = move |t: &mut TaskRecord| t.finish(outcome.clone());
             match tasks.store.update(&id, &owner, era, &finish).await {
-                Ok(_) => server.task_changed(&id),
+                Ok(record) => {
+                    server.task_changed(&id);
+                    announce_status(announce.as_ref(), &record).await;
+                }
                 Err(refusal) => {
                     tracing::debug!(task = %id, ?refusal, "a task's outcome was not kept");
                 }
@@ -278,6 +302,19 @@ pub(crate) fn watch(
         }
         tasks.ended.notify_waiters();
     });
+}
+
+/// Sends `notifications/tasks/status` (2025-11-25) with the task as it now stands.
+pub(crate) async fn announce_status(peer: Option<&Peer>, record: &TaskRecord) {
+    let Some(peer) = peer else {
+        return;
+    };
+    if let Ok(params) = serde_json::to_value(record.to_task()) {
+        // A closed session has no one to tell.
+        let _ = peer
+            .notify("notifications/tasks/status", Some(params))
+            .await;
+    }
 }
 
 async fn sleep_or_forever(duration: Option<Duration>) {

@@ -283,4 +283,18 @@ async fn a_task_asks_its_client_naming_itself() {
         .await
         .expect("get");
     assert_eq!(task["status"], "completed");
+    // The session hears each status change.
+    let mut statuses = Vec::new();
+    while statuses.last().map(String::as_str) != Some("completed") {
+        let note = client.notification().await;
+        if note.method == "notifications/tasks/status" {
+            let params = note.params.expect("the task");
+            assert_eq!(params["taskId"], json!(id));
+            statuses.push(params["status"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    assert!(
+        statuses.contains(&"input_required".to_owned()),
+        "{statuses:?}"
+    );
 }
