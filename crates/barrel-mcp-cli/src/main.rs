@@ -103,7 +103,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("barrel-mcp: {e:#}");
+            eprintln!("barrel-mcp: {}", terminal::for_stderr(format!("{e:#}")));
             ExitCode::from(client_commands::exit_code(&e))
         }
     }

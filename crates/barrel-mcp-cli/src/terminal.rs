@@ -89,6 +89,16 @@ pub(crate) fn for_terminal(text: String) -> String {
     }
 }
 
+/// [`for_terminal`] for stderr: error messages carry text a server chose.
+pub(crate) fn for_stderr(text: String) -> String {
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *TERMINAL.get_or_init(|| std::io::stderr().is_terminal()) {
+        defang(&text)
+    } else {
+        text
+    }
+}
+
 fn defang(text: &str) -> String {
     text.chars()
         .map(|c| {

@@ -149,6 +149,9 @@ struct Inner {
     config: ServerConfig,
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
+    /// Ids of the 2026-07-28 tasks that changed, for listen streams that watch them: apart
+    /// from registry events, so a chatty task never makes a session fall behind on those.
+    task_events: broadcast::Sender<String>,
     state_codec: RequestStateCodec,
     /// `subscriptions/listen` requests open now.
     open_subscriptions: std::sync::atomic::AtomicUsize,
@@ -349,7 +352,8 @@ impl Server {
 
     /// Tells the listen streams watching task `id` that it changed.
     pub(crate) fn task_changed(&self, id: &str) {
-        self.emit(ServerEvent::TaskChanged(id.to_owned()));
+        // No receiver means no one watches: nothing to tell.
+        let _ = self.inner.task_events.send(id.to_owned());
     }
 
     fn emit(&self, event: ServerEvent) {

@@ -14,6 +14,7 @@ use barrel_mcp_types::{Prompt, Resource, ResourceTemplate, Tool};
 use super::format::ToolSpec;
 use super::names::{NamePolicy, NameTable};
 use crate::Error;
+use crate::server::validation::SchemaValidator;
 
 /// One tool in a catalog.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +99,9 @@ pub struct Catalog {
     templates: Vec<CatalogResource<ResourceTemplate>>,
     /// Each server's URI prefix (as written in URIs) to the server.
     uri_prefixes: HashMap<String, String>,
+    /// Each tool's input schema compiled, by exposed name (a schema that does not compile has
+    /// none): arguments it accepts go upstream untouched.
+    checks: Checks,
     instructions: Vec<(String, String)>,
 }
 
@@ -111,7 +115,7 @@ impl Catalog {
     ) -> Result<Self, Error> {
         let (tools, by_exposed) = name_all(servers, policies, max_len, |s| &s.tools, |t| &t.name)
             .map(|(placed, index)| {
-            let tools = placed
+            let tools: Vec<CatalogTool> = placed
                 .into_iter()
                 .map(|(exposed, server, tool)| CatalogTool {
                     exposed,
@@ -175,6 +179,16 @@ impl Catalog {
                 instructions.push((server.clone(), text.to_owned()));
             }
         }
+        let checks = Checks(
+            tools
+                .iter()
+                .filter_map(|t| {
+                    SchemaValidator::new(&t.schema)
+                        .ok()
+                        .map(|v| (t.exposed.clone(), v))
+                })
+                .collect(),
+        );
         resources.sort_by(|a, b| a.item.uri.cmp(&b.item.uri));
         templates.sort_by(|a, b| a.item.uri_template.cmp(&b.item.uri_template));
         Ok(Self {
@@ -186,8 +200,32 @@ impl Catalog {
             resources,
             templates,
             uri_prefixes,
+            checks,
             instructions,
         })
+    }
+
+    /// `arguments` for the tool exposed as `name`, as its own input schema expects them:
+    /// untouched when that schema accepts them, otherwise mended back from a provider's shaped
+    /// form of it ([`restore`](super::format::schema::restore)).
+    pub(crate) fn mend(
+        &self,
+        tool: &CatalogTool,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let mut value = serde_json::Value::Object(arguments);
+        let accepted = self
+            .checks
+            .0
+            .get(&tool.exposed)
+            .is_some_and(|check| check.is_valid(&value));
+        if !accepted {
+            super::format::schema::restore_in_place(&tool.schema, &mut value);
+        }
+        match value {
+            serde_json::Value::Object(arguments) => arguments,
+            _ => serde_json::Map::new(),
+        }
     }
 
     /// The prompts, sorted by exposed name.
@@ -291,5 +329,15 @@ impl Catalog {
     /// Every tool as a model sees it, for [`format::tools`](super::format::tools).
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(CatalogTool::spec).collect()
+    }
+}
+
+/// Compiled input schemas, by exposed tool name.
+#[derive(Clone, Default)]
+struct Checks(HashMap<String, SchemaValidator>);
+
+impl std::fmt::Debug for Checks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} compiled schemas", self.0.len())
     }
 }

@@ -161,7 +161,9 @@ impl Host {
 
     /// [`Host::from_servers`], with every server's sampling requests answered by `sampler`
     /// (told which server asks). Each client declares the `sampling` capability; `builder`'s
-    /// own handler is replaced.
+    /// own handler is replaced (and capabilities set on `builder` with
+    /// [`ClientBuilder::capabilities`] win over the handler's: leave them unset, or include
+    /// `sampling`).
     pub fn from_servers_sampling<S: SamplingHandler>(
         file: &ServersFile,
         builder: &ClientBuilder,
@@ -252,7 +254,7 @@ impl Host {
         };
         let arguments = match call.arguments.to_object() {
             // Back from the provider's shaped schema into the tool's own terms.
-            Ok(arguments) => super::format::schema::restore(&entry.schema, arguments),
+            Ok(arguments) => catalog.mend(entry, arguments),
             Err(why) => {
                 return (
                     error_result(why.clone()),
@@ -383,18 +385,45 @@ impl Host {
 }
 
 /// Everything a server offers (every page of each list it advertises) and its instructions.
+/// A list that fails is left empty (and logged): a server that answers `resources/templates/list`
+/// with an error keeps its tools in the catalog. Fails only when no list could be read.
 async fn list_everything(client: &Client) -> Result<ServerItems, Error> {
+    fn kept<T>(what: &str, listed: Result<Vec<T>, Error>, failed: &mut Option<Error>) -> Vec<T> {
+        listed.unwrap_or_else(|error| {
+            tracing::warn!(%error, "listing {what} failed; left out");
+            failed.get_or_insert(error);
+            Vec::new()
+        })
+    }
     let capabilities = client.capabilities();
     let mut items = ServerItems::default();
+    let (mut failed, mut asked, mut errors) = (None, 0, 0);
+    let mut count = |listed: bool| {
+        asked += 1;
+        if !listed {
+            errors += 1;
+        }
+    };
     if capabilities.tools.is_some() {
-        items.tools = client.list_all_tools().await?;
+        let listed = client.list_all_tools().await;
+        count(listed.is_ok());
+        items.tools = kept("tools", listed, &mut failed);
     }
     if capabilities.prompts.is_some() {
-        items.prompts = client.list_all_prompts().await?;
+        let listed = client.list_all_prompts().await;
+        count(listed.is_ok());
+        items.prompts = kept("prompts", listed, &mut failed);
     }
     if capabilities.resources.is_some() {
-        items.resources = client.list_all_resources().await?;
-        items.templates = client.list_all_resource_templates().await?;
+        let listed = client.list_all_resources().await;
+        count(listed.is_ok());
+        items.resources = kept("resources", listed, &mut failed);
+        let listed = client.list_all_resource_templates().await;
+        count(listed.is_ok());
+        items.templates = kept("resource templates", listed, &mut failed);
+    }
+    if asked > 0 && errors == asked {
+        return Err(failed.unwrap_or_else(|| Error::Protocol("no list could be read".into())));
     }
     items.instructions = client.instructions().map(str::to_owned);
     Ok(items)

@@ -399,12 +399,14 @@ impl ServerBuilder {
             .info
             .unwrap_or_else(|| Implementation::new("barrel-mcp", env!("CARGO_PKG_VERSION")));
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let (task_events, _) = broadcast::channel(EVENT_BUFFER);
         Ok(Server {
             inner: Arc::new(Inner {
                 info,
                 instructions: self.instructions,
                 registry: RwLock::new(self.registry),
                 events,
+                task_events,
                 state_codec,
                 open_subscriptions: std::sync::atomic::AtomicUsize::new(0),
                 running: Arc::new(tokio::sync::Semaphore::new(

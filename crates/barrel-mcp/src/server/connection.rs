@@ -203,8 +203,6 @@ async fn forward_events(
                     peer.notify("notifications/resources/updated", Some(params))
                         .await
                 }
-                // Task changes reach 2026-07-28 listen streams only (sessions poll).
-                ServerEvent::TaskChanged(_) => continue,
                 event => peer.notify(event.method(), None).await,
             };
             if sent.is_err() {

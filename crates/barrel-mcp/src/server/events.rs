@@ -11,8 +11,6 @@ pub(crate) enum ServerEvent {
     PromptsChanged,
     /// The resource at this URI changed.
     ResourceUpdated(String),
-    /// The 2026-07-28 task with this id changed (its status, message, questions or outcome).
-    TaskChanged(String),
 }
 
 impl ServerEvent {
@@ -23,7 +21,6 @@ impl ServerEvent {
             Self::ResourcesChanged => "notifications/resources/list_changed",
             Self::PromptsChanged => "notifications/prompts/list_changed",
             Self::ResourceUpdated(_) => "notifications/resources/updated",
-            Self::TaskChanged(_) => "notifications/tasks",
         }
     }
 }

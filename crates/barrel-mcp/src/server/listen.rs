@@ -11,7 +11,8 @@
 //!
 //! With the tasks extension declared, a filter may name task ids: the acknowledgement echoes
 //! those the caller can see, each is sent once as it stands, and each change of one arrives
-//! as `notifications/tasks` with the whole `DetailedTask`.
+//! as `notifications/tasks` with the whole `DetailedTask` (task changes come on a channel of
+//! their own, apart from registry events).
 
 use std::sync::atomic::Ordering;
 
@@ -61,9 +62,14 @@ pub(crate) async fn listen(
     }
     check_filter(server, &params.notifications)?;
     let mut events = server.inner.events.subscribe();
+    let mut task_events = server.inner.task_events.subscribe();
     let mut honoured = params.notifications.clone();
     honoured.task_ids =
         task_extension::watchable(server, scope, &cx, &params.notifications).await?;
+    let watches_tasks = honoured
+        .task_ids
+        .as_ref()
+        .is_some_and(|ids| !ids.is_empty());
     let tag = tag_for(&cx);
     let ack = SubscriptionsAcknowledgedParams {
         notifications: honoured.clone(),
@@ -83,6 +89,22 @@ pub(crate) async fn listen(
             // The connection is draining (the server shuts down, stdin closed): end gracefully.
             () = cx.peer.input_ended() => break,
             event = events.recv() => event,
+            changed = task_events.recv(), if watches_tasks => {
+                let ids = match changed {
+                    Ok(id) => vec![id],
+                    // Missed some: each watched task as it stands.
+                    Err(RecvError::Lagged(_)) => honoured.task_ids.clone().unwrap_or_default(),
+                    Err(RecvError::Closed) => break,
+                };
+                for id in ids {
+                    let params =
+                        task_extension::notification(server, &cx, &honoured, &id, &tag).await;
+                    if let Some(params) = params {
+                        send(&cx, "notifications/tasks", params).await?;
+                    }
+                }
+                continue;
+            }
         };
         let batch = match event {
             Ok(event) => vec![event],
@@ -93,21 +115,12 @@ pub(crate) async fn listen(
                     "listen stream fell behind; announcing every change"
                 );
                 let uris = honoured.resource_subscriptions.clone().unwrap_or_default();
-                let mut events = ServerEvent::after_lag(uris);
-                let tasks = honoured.task_ids.iter().flatten().cloned();
-                events.extend(tasks.map(ServerEvent::TaskChanged));
-                events
+                ServerEvent::after_lag(uris)
             }
             Err(RecvError::Closed) => break,
         };
         for event in batch {
-            let params = match &event {
-                ServerEvent::TaskChanged(id) => {
-                    task_extension::notification(server, &cx, &honoured, id, &tag).await
-                }
-                event => notification_params(event, &honoured, &tag),
-            };
-            if let Some(params) = params {
+            if let Some(params) = notification_params(&event, &honoured, &tag) {
                 send(&cx, event.method(), params).await?;
             }
         }
@@ -153,8 +166,6 @@ fn notification_params(
             .resource_subscriptions
             .as_ref()
             .is_some_and(|uris| uris.contains(uri)),
-        // Answered by the tasks extension, with the task itself.
-        ServerEvent::TaskChanged(_) => false,
     };
     if !wanted {
         return None;

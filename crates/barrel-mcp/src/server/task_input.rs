@@ -138,17 +138,20 @@ impl TaskInput {
     /// Marks the task `input_required` while a question is out to the client (2025-11-25);
     /// dropping the guard marks it `working` again once no question is left.
     pub(crate) async fn waiting_on_client(&self) -> crate::Result<ClientWait> {
-        if self.outstanding.fetch_add(1, Ordering::SeqCst) == 0 {
-            self.set_status(TaskStatus::InputRequired).await;
-        }
-        Ok(ClientWait {
+        let first = self.outstanding.fetch_add(1, Ordering::SeqCst) == 0;
+        // The guard exists before anything awaits: dropped at any point, it counts down.
+        let wait = ClientWait {
             server: self.server.clone(),
             id: self.id.clone(),
             owner: self.owner.clone(),
             era: self.era,
             outstanding: Arc::clone(&self.outstanding),
             announce: self.announce.clone(),
-        })
+        };
+        if first {
+            self.set_status(TaskStatus::InputRequired).await;
+        }
+        Ok(wait)
     }
 
     async fn set_status(&self, status: TaskStatus) {

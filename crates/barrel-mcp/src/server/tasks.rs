@@ -195,10 +195,12 @@ pub(crate) async fn call_as_task(
         .await
         .map_err(|refusal| refusal.to_error_object())?;
     let cancel = CancellationToken::new();
+    // The work outlives the request that made it: what it sends (questions, progress, log
+    // messages) goes to the session, not to that request's finished stream.
     let work_cx = RequestContext {
         id: cx.id.clone(),
         cancel: cancel.clone(),
-        peer: cx.peer.clone(),
+        peer: cx.peer.unrelated(),
         caller: cx.caller.clone(),
     };
     let runner = server.clone();

@@ -49,6 +49,7 @@ mod restore;
 mod rules;
 
 pub use restore::restore;
+pub(crate) use restore::restore_in_place;
 
 /// The deepest a shaped schema goes; a subschema below is cut to `{}`.
 pub const MAX_DEPTH: usize = 32;
@@ -316,7 +317,7 @@ impl Shaper<'_> {
             // Merged before the walk, so each branch is not held to the rules on its own.
             let mut merged = map.clone();
             rules::merge_all_of(self, &mut merged, pointer);
-            return self.node(&Value::Object(merged), pointer, depth);
+            return self.node(&Value::Object(merged), pointer, depth + 1);
         }
         if let Some(reference) = map.get("$ref") {
             return self.reference(map, reference, pointer, depth);
@@ -402,7 +403,7 @@ impl Shaper<'_> {
             }
         }
         self.refs.push(text.to_owned());
-        let shaped = self.node(&Value::Object(merged), pointer, depth);
+        let shaped = self.node(&Value::Object(merged), pointer, depth + 1);
         self.refs.pop();
         shaped
     }

@@ -12,7 +12,8 @@ use serde_json::{Map, Value, json};
 
 use crate::support::within;
 
-/// An optional non-nullable enum, a numeric enum, a local `$ref`, a map and a remote `$ref`.
+/// An optional non-nullable enum, a numeric enum, a local `$ref`, a map, a remote `$ref`, and
+/// a choice between a numeric enum and any string.
 fn forecast_schema() -> Map<String, Value> {
     let schema = json!({
         "type": "object",
@@ -21,7 +22,8 @@ fn forecast_schema() -> Map<String, Value> {
         "properties": {
             "where": {"$ref": "#/$defs/place"},
             "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-            "days": {"enum": [1, 3, 7]}
+            "days": {"enum": [1, 3, 7]},
+            "code": {"anyOf": [{"enum": [1, 2]}, {"type": "string"}]}
         },
         "required": ["where"],
         "additionalProperties": false
@@ -73,7 +75,7 @@ async fn shaped_per_provider_with_a_report() {
         assert_eq!(function["strict"], true);
         assert_eq!(
             function["parameters"]["required"],
-            json!(["days", "unit", "where"])
+            json!(["code", "days", "unit", "where"])
         );
         assert_eq!(
             function["parameters"]["properties"]["unit"]["type"],
@@ -137,6 +139,17 @@ async fn model_arguments_are_restored_before_the_call() {
         assert_eq!(
             outcomes[0].1.text_content(),
             r#"{"days":3,"unit":"celsius","where":{"city":"Lima"}}"#
+        );
+        // Arguments the original takes as they are go untouched, though restore alone would
+        // read the string as the enum's number.
+        let anthropic = json!({"content": [{"type": "tool_use", "id": "t0",
+            "name": "weather__forecast", "input": {"where": {"city": "Rome"}, "code": "1"}}]});
+        let calls = format::calls(Provider::Anthropic, &anthropic);
+        let (result, failure) = host.call(&calls[0]).await;
+        assert_eq!(failure, None);
+        assert_eq!(
+            result.text_content(),
+            r#"{"code":"1","where":{"city":"Rome"}}"#
         );
         // What the original refuses and restore cannot mend still reaches the server's check.
         let anthropic = json!({"content": [{"type": "tool_use", "id": "t1",

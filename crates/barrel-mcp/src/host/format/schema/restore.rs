@@ -35,15 +35,20 @@ impl Walk<'_> {
 /// is changed; `$ref`s are followed inside the schema only.
 pub fn restore(schema: &Value, arguments: Map<String, Value>) -> Map<String, Value> {
     let mut value = Value::Object(arguments);
-    let walk = Walk {
-        root: schema,
-        steps: Cell::new(MAX_STEPS),
-    };
-    restore_value(&walk, schema, &mut value, 0);
+    restore_in_place(schema, &mut value);
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
     }
+}
+
+/// [`restore`] on arguments already held as one JSON value.
+pub(crate) fn restore_in_place(schema: &Value, arguments: &mut Value) {
+    let walk = Walk {
+        root: schema,
+        steps: Cell::new(MAX_STEPS),
+    };
+    restore_value(&walk, schema, arguments, 0);
 }
 
 /// `schema` itself, or what its `$ref` names (followed a bounded number of times).

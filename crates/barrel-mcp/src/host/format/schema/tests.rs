@@ -593,3 +593,28 @@ fn a_root_ref_keeps_its_target() {
         assert!(has(&shaped, "", ChangeKind::Permissive), "{provider:?}");
     }
 }
+
+#[test]
+fn a_long_chain_of_refs_is_cut_at_the_depth_bound_not_the_stack() {
+    // a0 -> a1 -> ... -> a19999: each `$ref` followed is one level deeper.
+    let mut defs = serde_json::Map::new();
+    for i in 0..20_000 {
+        defs.insert(
+            format!("a{i}"),
+            json!({"$ref": format!("#/$defs/a{}", i + 1)}),
+        );
+    }
+    defs.insert("a20000".into(), json!({"type": "string"}));
+    let schema = json!({
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/a0"}},
+        "$defs": defs
+    });
+    for provider in Provider::ALL {
+        let shaped = shape(provider, "t", &schema);
+        assert!(
+            shaped.changes.iter().any(|c| c.detail.contains("levels")),
+            "{provider:?}: cut at the depth bound"
+        );
+    }
+}
