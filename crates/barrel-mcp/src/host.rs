@@ -32,8 +32,10 @@ pub mod format;
 pub mod names;
 mod routing;
 mod sampling;
+mod subscription;
 pub mod uri;
 
 pub use catalog::{Catalog, CatalogPrompt, CatalogResource, CatalogTool, ServerItems};
 pub use routing::{CallFailure, DEFAULT_DEBOUNCE, Host};
 pub use sampling::SamplingHandler;
+pub use subscription::HostSubscription;

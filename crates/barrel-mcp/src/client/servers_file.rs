@@ -49,6 +49,9 @@ pub enum ServerEntry {
 pub struct ServersFile {
     /// The entries, by name.
     pub servers: BTreeMap<String, ServerEntry>,
+    /// The same entries as written, for keys other layers read (the host's naming policy:
+    /// `prefix`, `tools`).
+    pub written: BTreeMap<String, Value>,
 }
 
 impl ServersFile {
@@ -70,15 +73,20 @@ impl ServersFile {
                 Error::Definition("the file has no \"mcpServers\" or \"servers\" object".into())
             })?;
         let mut parsed = BTreeMap::new();
-        for (name, entry) in servers {
-            if entry.get("disabled").and_then(Value::as_bool) == Some(true) {
+        let mut written = BTreeMap::new();
+        for (name, entry_json) in servers {
+            if entry_json.get("disabled").and_then(Value::as_bool) == Some(true) {
                 continue;
             }
-            let entry = ServerEntry::parse(entry)
+            let entry = ServerEntry::parse(entry_json)
                 .map_err(|why| Error::Definition(format!("server {name:?}: {why}")))?;
             parsed.insert(name.clone(), entry);
+            written.insert(name.clone(), entry_json.clone());
         }
-        Ok(Self { servers: parsed })
+        Ok(Self {
+            servers: parsed,
+            written,
+        })
     }
 
     /// The entry `name`, or an error naming the ones there are.

@@ -113,8 +113,18 @@ impl Catalog {
         policies: &HashMap<String, NamePolicy>,
         max_len: usize,
     ) -> Result<Self, Error> {
-        let (tools, by_exposed) = name_all(servers, policies, max_len, |s| &s.tools, |t| &t.name)
-            .map(|(placed, index)| {
+        let default_policy = NamePolicy::default();
+        let policy_of = |server: &str| policies.get(server).unwrap_or(&default_policy);
+        let exposes_tool = |server: &str, tool: &Tool| policy_of(server).exposes_tool(&tool.name);
+        let (tools, by_exposed) = name_all(
+            servers,
+            policies,
+            max_len,
+            |s| &s.tools,
+            |t| &t.name,
+            exposes_tool,
+        )
+        .map(|(placed, index)| {
             let tools: Vec<CatalogTool> = placed
                 .into_iter()
                 .map(|(exposed, server, tool)| CatalogTool {
@@ -126,27 +136,31 @@ impl Catalog {
                 .collect();
             (tools, index)
         })?;
-        let (prompts, prompts_by_exposed) =
-            name_all(servers, policies, max_len, |s| &s.prompts, |p| &p.name).map(
-                |(placed, index)| {
-                    let prompts = placed
-                        .into_iter()
-                        .map(|(exposed, server, prompt)| CatalogPrompt {
-                            exposed,
-                            server,
-                            prompt: prompt.clone(),
-                        })
-                        .collect();
-                    (prompts, index)
-                },
-            )?;
+        let (prompts, prompts_by_exposed) = name_all(
+            servers,
+            policies,
+            max_len,
+            |s| &s.prompts,
+            |p| &p.name,
+            |_, _| true,
+        )
+        .map(|(placed, index)| {
+            let prompts = placed
+                .into_iter()
+                .map(|(exposed, server, prompt)| CatalogPrompt {
+                    exposed,
+                    server,
+                    prompt: prompt.clone(),
+                })
+                .collect();
+            (prompts, index)
+        })?;
         let mut uri_prefixes = HashMap::new();
         let mut resources = Vec::new();
         let mut templates = Vec::new();
         let mut instructions = Vec::new();
-        let default_policy = NamePolicy::default();
         for (server, items) in servers {
-            let policy = policies.get(server).unwrap_or(&default_policy);
+            let policy = policy_of(server);
             let prefix = super::names::prefix_for(server, policy)?;
             if let Some(other) =
                 uri_prefixes.insert(super::uri::scheme_prefix(&prefix), server.clone())
@@ -279,9 +293,10 @@ impl Catalog {
     }
 }
 
-/// Names the items `list` picks out of each server (tools, or prompts) with one table: the
-/// items placed (exposed name, server, item; a name a server lists twice, once), sorted by
-/// exposed name, and their index.
+/// Names the items `list` picks out of each server (tools, or prompts) and `keep` admits
+/// with one table: the items placed (exposed name, server, item; a name a server lists twice,
+/// once), sorted by exposed name, and their index. An item not kept takes no name, so hiding
+/// one never renames another.
 #[allow(clippy::type_complexity)]
 fn name_all<'a, T>(
     servers: &'a BTreeMap<String, ServerItems>,
@@ -289,16 +304,20 @@ fn name_all<'a, T>(
     max_len: usize,
     list: impl Fn(&'a ServerItems) -> &'a Vec<T>,
     name: impl Fn(&'a T) -> &'a str,
+    keep: impl Fn(&str, &T) -> bool,
 ) -> Result<(Vec<(String, String, &'a T)>, HashMap<String, usize>), Error> {
-    let (list, name) = (&list, &name);
-    let entries = servers
-        .iter()
-        .flat_map(|(server, items)| list(items).iter().map(move |t| (server.as_str(), name(t))));
+    let (list, name, keep) = (&list, &name, &keep);
+    let entries = servers.iter().flat_map(|(server, items)| {
+        list(items)
+            .iter()
+            .filter(move |t| keep(server, t))
+            .map(move |t| (server.as_str(), name(t)))
+    });
     let names = NameTable::build(entries, policies, max_len)?;
     let mut placed: Vec<(String, String, &'a T)> = Vec::with_capacity(names.len());
     let mut seen = std::collections::HashSet::new();
     for (server, items) in servers {
-        for item in list(items) {
+        for item in list(items).iter().filter(|t| keep(server, t)) {
             if let Some(exposed) = names.exposed(server, name(item))
                 && seen.insert(exposed)
             {

@@ -56,6 +56,12 @@ pub struct NamePolicy {
     pub mode: PrefixMode,
     /// Exposed names chosen for raw names (validated like exposed names, unique).
     pub renames: BTreeMap<String, String>,
+    /// Patterns of raw tool names to expose (`*` stands for any run of characters); empty
+    /// exposes every tool not denied.
+    pub allow: Vec<String>,
+    /// Patterns of raw tool names never exposed (a deny wins over an allow). A hidden tool is
+    /// not in the catalog, and a call to it is answered as one to an unknown tool.
+    pub deny: Vec<String>,
 }
 
 impl NamePolicy {
@@ -84,6 +90,103 @@ impl NamePolicy {
         self.renames.insert(raw.into(), exposed.into());
         self
     }
+
+    /// Exposes only the tools whose raw name matches one of the `allow` patterns (added to
+    /// those already given).
+    #[must_use]
+    pub fn allow<S: Into<String>>(mut self, patterns: impl IntoIterator<Item = S>) -> Self {
+        self.allow.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Hides the tools whose raw name matches one of the `deny` patterns.
+    #[must_use]
+    pub fn deny<S: Into<String>>(mut self, patterns: impl IntoIterator<Item = S>) -> Self {
+        self.deny.extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether the tool named `raw` is exposed under this policy.
+    pub fn exposes_tool(&self, raw: &str) -> bool {
+        let any = |patterns: &[String]| patterns.iter().any(|p| glob_matches(p, raw));
+        (self.allow.is_empty() || any(&self.allow)) && !any(&self.deny)
+    }
+
+    /// The policy an entry of a servers file asks for, from its optional host keys:
+    /// `"prefix"`, and `"tools"` with `"allow"` and `"deny"` (lists of patterns) and
+    /// `"rename"` (an object from raw to exposed names). Other keys are the client's.
+    pub fn from_entry(entry: &serde_json::Value) -> Result<Self, Error> {
+        use serde_json::Value;
+        let mut policy = Self::new();
+        if let Some(prefix) = entry.get("prefix") {
+            let prefix = prefix
+                .as_str()
+                .ok_or_else(|| Error::Definition("\"prefix\" must be a string".into()))?;
+            policy = policy.prefix(prefix);
+        }
+        let Some(tools) = entry.get("tools") else {
+            return Ok(policy);
+        };
+        let tools = tools
+            .as_object()
+            .ok_or_else(|| Error::Definition("\"tools\" must be an object".into()))?;
+        let patterns = |key: &str| -> Result<Vec<String>, Error> {
+            match tools.get(key) {
+                None => Ok(Vec::new()),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| {
+                        item.as_str().map(str::to_owned).ok_or_else(|| {
+                            Error::Definition(format!("\"tools.{key}\" must list strings"))
+                        })
+                    })
+                    .collect(),
+                Some(_) => Err(Error::Definition(format!(
+                    "\"tools.{key}\" must be a list of patterns"
+                ))),
+            }
+        };
+        policy = policy.allow(patterns("allow")?).deny(patterns("deny")?);
+        if let Some(renames) = tools.get("rename") {
+            let renames = renames
+                .as_object()
+                .ok_or_else(|| Error::Definition("\"tools.rename\" must be an object".into()))?;
+            for (raw, exposed) in renames {
+                let exposed = exposed.as_str().ok_or_else(|| {
+                    Error::Definition(format!("\"tools.rename.{raw}\" must be a string"))
+                })?;
+                policy = policy.rename(raw, exposed);
+            }
+        }
+        Ok(policy)
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` stands for any run of characters (none
+/// included) and every other character for itself. At worst the product of the lengths (no
+/// exponential backtracking on patterns with many stars).
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let (pattern, name): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), name.chars().collect());
+    let (mut p, mut n) = (0, 0);
+    // The last star seen, and where in `name` its run would end if the rest fails.
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        if p < pattern.len() && pattern[p] == '*' {
+            star = Some((p, n));
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == name[n] {
+            p += 1;
+            n += 1;
+        } else if let Some((star_at, run_end)) = star {
+            p = star_at + 1;
+            n = run_end + 1;
+            star = Some((star_at, run_end + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
 }
 
 /// A server's prefix: the configured one (checked) or its id sanitized.
@@ -375,6 +478,75 @@ impl NameTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn globs_match_runs_of_any_characters() {
+        for (pattern, name) in [
+            ("*", ""),
+            ("*", "anything"),
+            ("echo", "echo"),
+            ("trigger-*", "trigger-long-running"),
+            ("*_read_*", "fs_read_file"),
+            ("a*b*c", "aXXbYYc"),
+            ("a*a", "aaa"),
+            ("**", "x"),
+        ] {
+            assert!(glob_matches(pattern, name), "{pattern} ~ {name}");
+        }
+        for (pattern, name) in [
+            ("echo", "echo2"),
+            ("echo", "ech"),
+            ("trigger-*", "trigger"),
+            ("a*b*c", "aXXbYY"),
+            ("", "x"),
+        ] {
+            assert!(!glob_matches(pattern, name), "{pattern} !~ {name}");
+        }
+        // Many stars against a long near-miss stay fast (no exponential backtracking).
+        let name = "a".repeat(2_000);
+        assert!(!glob_matches(&format!("{}b", "*a".repeat(50)), &name));
+    }
+
+    #[test]
+    fn a_deny_wins_and_an_allow_list_admits_only_its_own() {
+        let open = NamePolicy::new();
+        assert!(open.exposes_tool("anything"));
+        let policy = NamePolicy::new()
+            .allow(["fs_*", "echo"])
+            .deny(["fs_write*"]);
+        assert!(policy.exposes_tool("fs_read"));
+        assert!(policy.exposes_tool("echo"));
+        assert!(!policy.exposes_tool("fs_write_file"));
+        assert!(!policy.exposes_tool("shell"));
+    }
+
+    #[test]
+    fn a_servers_file_entry_gives_its_policy_and_bad_keys_are_named() {
+        let entry = serde_json::json!({
+            "command": "x", "prefix": "gh",
+            "tools": {"allow": ["*"], "deny": ["delete_*"], "rename": {"search": "find"}}
+        });
+        let policy = NamePolicy::from_entry(&entry).unwrap();
+        assert_eq!(policy.prefix.as_deref(), Some("gh"));
+        assert_eq!(policy.allow, ["*"]);
+        assert_eq!(policy.deny, ["delete_*"]);
+        assert_eq!(policy.renames["search"], "find");
+        let plain = NamePolicy::from_entry(&serde_json::json!({"command": "x"})).unwrap();
+        assert!(plain.prefix.is_none() && plain.allow.is_empty() && plain.deny.is_empty());
+        for (bad, key) in [
+            (serde_json::json!({"prefix": 3}), "prefix"),
+            (serde_json::json!({"tools": []}), "tools"),
+            (serde_json::json!({"tools": {"deny": "x"}}), "tools.deny"),
+            (serde_json::json!({"tools": {"allow": [1]}}), "tools.allow"),
+            (
+                serde_json::json!({"tools": {"rename": {"a": 1}}}),
+                "tools.rename.a",
+            ),
+        ] {
+            let error = NamePolicy::from_entry(&bad).unwrap_err().to_string();
+            assert!(error.contains(key), "{error}");
+        }
+    }
 
     fn table(entries: &[(&str, &str)]) -> NameTable {
         NameTable::build(entries.iter().copied(), &HashMap::new(), DEFAULT_MAX_LEN).unwrap()

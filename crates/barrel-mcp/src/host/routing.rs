@@ -9,8 +9,9 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use barrel_mcp_types::{
-    CallToolParams, CallToolResult, ContentBlock, ErrorObject, GetPromptParams, GetPromptResult,
-    ReadResourceParams, ReadResourceResult,
+    CallToolParams, CallToolResult, CompleteParams, CompleteResult, CompletionReference,
+    ContentBlock, ErrorObject, GetPromptParams, GetPromptResult, ReadResourceParams,
+    ReadResourceResult,
 };
 
 use super::catalog::{Catalog, ServerItems};
@@ -140,20 +141,21 @@ impl Host {
     }
 
     /// Every new catalog as it is built.
-    pub fn subscribe(&self) -> watch::Receiver<Arc<Catalog>> {
+    pub fn watch(&self) -> watch::Receiver<Arc<Catalog>> {
         self.inner.catalog.subscribe()
     }
 
     /// A host over the servers of a servers file (`mcpServers` or VS Code `servers`), each
     /// supervised in a new [`Clients`] registry, connected by `builder`, reconnected with
-    /// `backoff`. Call [`Host::ready`] and [`Host::refresh`] next.
+    /// `backoff`, named by the policy its entry asks for ([`NamePolicy::from_entry`]: a
+    /// `prefix`, and `tools` `allow`, `deny` and `rename`). Call [`Host::ready`] and
+    /// [`Host::refresh`] next.
     pub fn from_servers(
         file: &ServersFile,
         builder: &ClientBuilder,
         backoff: Backoff,
     ) -> Result<Self, Error> {
-        let clients = Clients::new();
-        let host = Self::new(clients);
+        let host = Self::for_file(file)?;
         let builder = builder.clone().on_changes(host.changes());
         file.start_all(host.clients(), &builder, backoff)?;
         Ok(host)
@@ -170,7 +172,7 @@ impl Host {
         backoff: Backoff,
         sampler: S,
     ) -> Result<Self, Error> {
-        let host = Self::new(Clients::new());
+        let host = Self::for_file(file)?;
         let sampler = Arc::new(sampler);
         let builder = builder.clone().on_changes(host.changes());
         for (name, entry) in &file.servers {
@@ -186,6 +188,19 @@ impl Host {
             )?;
         }
         Ok(host)
+    }
+
+    /// An empty host named by the policies the entries of `file` ask for.
+    fn for_file(file: &ServersFile) -> Result<Self, Error> {
+        let mut policies = HashMap::new();
+        for (name, written) in &file.written {
+            let policy = NamePolicy::from_entry(written).map_err(|why| match why {
+                Error::Definition(text) => Error::Definition(format!("server {name:?}: {text}")),
+                other => other,
+            })?;
+            policies.insert(name.clone(), policy);
+        }
+        Ok(Self::with_naming(Clients::new(), policies, DEFAULT_MAX_LEN))
     }
 
     /// Waits until every server is connected, for at most `limit`; returns the names of those
@@ -339,6 +354,36 @@ impl Host {
         Ok(result)
     }
 
+    /// Asks the server behind a prompt or resource template for completions of one of its
+    /// arguments: `params.reference` names the prompt by its exposed name, or the template by
+    /// its exposed URI template, and goes upstream in the server's own terms. The values come
+    /// back as the server wrote them (they are argument values, not URIs).
+    pub async fn complete(&self, mut params: CompleteParams) -> Result<CompleteResult, Error> {
+        let catalog = self.catalog();
+        let server = match &mut params.reference {
+            CompletionReference::Prompt { name, .. } => {
+                let entry = catalog.prompt(name).ok_or_else(|| {
+                    Error::Rpc(ErrorObject::invalid_params(format!(
+                        "unknown prompt {name:?}"
+                    )))
+                })?;
+                name.clone_from(&entry.prompt.name);
+                entry.server.clone()
+            }
+            CompletionReference::Resource { uri } => {
+                let (server, raw) = catalog.resolve_uri(uri).ok_or_else(|| {
+                    Error::Rpc(ErrorObject::invalid_params(format!(
+                        "no server has the URI template {uri:?}"
+                    )))
+                })?;
+                let server = server.to_owned();
+                *uri = raw.to_owned();
+                server
+            }
+        };
+        self.connected(&server)?.complete(params).await
+    }
+
     /// Every server's instructions, one section each (see [`Catalog::instructions`]).
     pub fn instructions(&self) -> Option<String> {
         self.catalog().instructions()
@@ -349,7 +394,7 @@ impl Host {
         self.inner.clients.list()
     }
 
-    fn connected(&self, server: &str) -> Result<Client, Error> {
+    pub(super) fn connected(&self, server: &str) -> Result<Client, Error> {
         self.inner.clients.get(server).ok_or_else(|| {
             Error::Rpc(ErrorObject::internal(format!(
                 "server {server} is unavailable"

@@ -3,12 +3,13 @@
 //! when a server goes away.
 
 mod golden;
+mod requests;
 mod schema;
 
 use barrel_mcp::client::{Backoff, Client, Clients};
 use barrel_mcp::host::format::{self, Provider};
 use barrel_mcp::host::{CallFailure, Host};
-use barrel_mcp::server::{Ctx, ResourceRequest, Server};
+use barrel_mcp::server::{Completer, Ctx, ResourceRequest, Server};
 use barrel_mcp::transport::memory;
 use barrel_mcp::types::{
     ContentBlock, GetPromptResult, Prompt, PromptMessage, Resource, ResourceContents,
@@ -51,6 +52,12 @@ fn server(name: &'static str) -> Server {
                     format!("{name} note {id}"),
                 )])
             },
+        )
+        .complete_prompt_argument("cite", "style", Completer::values(["short", "long"]))
+        .complete_template_variable(
+            "memo://notes/{id}",
+            "id",
+            Completer::values(["1", "10", "2"]),
         )
         .prompt(Prompt::new("cite"), move |_: Ctx, _| async move {
             let link = ContentBlock::resource(ResourceContents::text("memo://readme", "quoted"));
@@ -175,7 +182,8 @@ async fn a_host_from_a_servers_file() {
         crate::http::TestServer::start_with(server("remote"), HttpConfig::default()).await;
     let file = ServersFile::parse(&json!({ "mcpServers": {
         "remote": { "type": "http", "url": format!("http://{}/mcp", remote.addr),
-                    "headers": { "X-Trace": "${BARREL_MCP_TEST_UNSET:-on}" } },
+                    "headers": { "X-Trace": "${BARREL_MCP_TEST_UNSET:-on}" },
+                    "prefix": "far", "tools": { "deny": ["dotted*"], "rename": { "echo": "say" } } },
         "broken": { "command": "/nonexistent/barrel-mcp-test-server" },
         "off": { "command": "/nonexistent/other", "disabled": true }
     }}))
@@ -190,10 +198,12 @@ async fn a_host_from_a_servers_file() {
     assert_eq!(missing, vec!["broken".to_owned()]);
     let catalog = within(host.refresh()).await.expect("catalog");
     let names: Vec<&str> = catalog.tools().iter().map(|t| t.exposed.as_str()).collect();
-    assert_eq!(names, ["remote__dotted_name", "remote__echo"]);
+    // The entry's own policy: its prefix, a tool hidden, one renamed.
+    assert_eq!(names, ["say"]);
+    assert_eq!(catalog.resources()[0].item.uri, "far+memo://readme");
     let call = format::calls(
         Provider::Anthropic,
-        &json!({"content": [{"type": "tool_use", "id": "t", "name": "remote__echo", "input": {"text": "hi"}}]}),
+        &json!({"content": [{"type": "tool_use", "id": "t", "name": "say", "input": {"text": "hi"}}]}),
     );
     assert_eq!(
         within(host.call(&call[0])).await.0.text_content(),
@@ -306,7 +316,7 @@ async fn the_catalog_follows_list_changes_and_reconnections() {
                 async move { Ok(a) }
             },
         );
-        let mut catalogs = host.subscribe();
+        let mut catalogs = host.watch();
         // Connecting is a change: the first catalog arrives by itself.
         let first = catalogs
             .wait_for(|c| c.tool("alpha__echo").is_some())
