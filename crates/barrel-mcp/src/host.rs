@@ -36,6 +36,6 @@ mod subscription;
 pub mod uri;
 
 pub use catalog::{Catalog, CatalogPrompt, CatalogResource, CatalogTool, ServerItems};
-pub use routing::{CallFailure, DEFAULT_DEBOUNCE, Host};
+pub use routing::{CallFailure, DEFAULT_DEBOUNCE, DEFAULT_LIST_TIMEOUT, Host};
 pub use sampling::SamplingHandler;
 pub use subscription::HostSubscription;

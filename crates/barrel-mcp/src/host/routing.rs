@@ -66,6 +66,8 @@ struct Inner {
     changes: Arc<Notify>,
     /// How long the rebuild waits after a change for more (milliseconds).
     debounce_ms: AtomicU64,
+    /// How long one server's listing may take in a refresh (milliseconds).
+    list_timeout_ms: AtomicU64,
     /// Stops the rebuilding task when the last handle goes.
     stop: CancellationToken,
 }
@@ -79,6 +81,9 @@ impl Drop for Inner {
 /// The wait after a change before the catalog is rebuilt, so a burst of changes (a server
 /// adding ten tools) makes one rebuild.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// How long one server's lists may take in a [`Host::refresh`] before it is left out.
+pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,6 +116,7 @@ impl Host {
                 refreshing: tokio::sync::Mutex::new(()),
                 changes: Arc::new(Notify::new()),
                 debounce_ms: AtomicU64::new(millis(DEFAULT_DEBOUNCE)),
+                list_timeout_ms: AtomicU64::new(millis(DEFAULT_LIST_TIMEOUT)),
                 stop: CancellationToken::new(),
             }),
         };
@@ -138,6 +144,13 @@ impl Host {
         self.inner
             .debounce_ms
             .store(millis(wait), Ordering::Relaxed);
+    }
+
+    /// How long one server's lists may take in a refresh ([`DEFAULT_LIST_TIMEOUT`]).
+    pub fn set_list_timeout(&self, limit: Duration) {
+        self.inner
+            .list_timeout_ms
+            .store(millis(limit), Ordering::Relaxed);
     }
 
     /// Every new catalog as it is built.
@@ -229,20 +242,37 @@ impl Host {
         Arc::clone(&self.inner.catalog.borrow())
     }
 
-    /// Lists every connected server's tools and swaps in a new catalog. Fails only when the
+    /// Lists every connected server's tools, prompts, resources and templates (all at once,
+    /// each server within [`Host::set_list_timeout`]) and swaps in a new catalog; a server that
+    /// fails or takes longer is left out of it until the next refresh. Fails only when the
     /// naming policies are inconsistent (two servers with one prefix, two renames to one name).
     pub async fn refresh(&self) -> Result<Arc<Catalog>, Error> {
         let _one_at_a_time = self.inner.refreshing.lock().await;
-        let mut lists = BTreeMap::new();
+        let limit = Duration::from_millis(self.inner.list_timeout_ms.load(Ordering::Relaxed));
+        // All servers at once, each within the limit: one that hangs costs the limit, once.
+        let mut listing = tokio::task::JoinSet::new();
         for (server, _) in self.inner.clients.list() {
             let Some(client) = self.inner.clients.get(&server) else {
                 continue;
             };
-            match list_everything(&client).await {
-                Ok(items) => {
+            listing.spawn(async move {
+                let listed = tokio::time::timeout(limit, list_everything(&client)).await;
+                (server, listed)
+            });
+        }
+        let mut lists = BTreeMap::new();
+        while let Some(done) = listing.join_next().await {
+            match done {
+                Ok((server, Ok(Ok(items)))) => {
                     lists.insert(server, items);
                 }
-                Err(error) => tracing::warn!(%server, %error, "listing failed; left out"),
+                Ok((server, Ok(Err(error)))) => {
+                    tracing::warn!(%server, %error, "listing failed; left out");
+                }
+                Ok((server, Err(_))) => {
+                    tracing::warn!(%server, ?limit, "listing timed out; left out");
+                }
+                Err(error) => tracing::warn!(%error, "a listing did not finish"),
             }
         }
         let generation = self.catalog().generation + 1;

@@ -167,6 +167,58 @@ async fn a_server_that_goes_away_leaves_the_rest_usable() {
     .await;
 }
 
+/// A server that answers `initialize` and then never answers a list: the refresh leaves it
+/// out after the list timeout, the other server's catalog is whole, and calls to it go on.
+#[tokio::test]
+async fn a_server_that_hangs_is_left_out_after_the_list_timeout() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use barrel_mcp::peer::{self, PeerConfig};
+    use barrel_mcp::types::ErrorObject;
+
+    within(async {
+        let clients = clients(&["alpha"]).await;
+        let script: Arc<crate::client::Script> = Arc::new(|request, _| {
+            Box::pin(async move {
+                match request.method.as_str() {
+                    "initialize" => Ok(json!({
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}, "prompts": {}},
+                        "serverInfo": {"name": "stuck", "version": "0"}
+                    })),
+                    m if m.ends_with("/list") => std::future::pending().await,
+                    other => Err(ErrorObject::method_not_found(other)),
+                }
+            })
+        });
+        clients.start(
+            "stuck",
+            Client::builder().name("host-test", "1.0.0"),
+            Backoff::default(),
+            move || {
+                let (a, b) = memory();
+                let fake = crate::client::Fake(Arc::clone(&script));
+                let _ = peer::serve(b, Arc::new(fake), PeerConfig::default());
+                async move { Ok(a) }
+            },
+        );
+        clients.connected("stuck").await.expect("connected");
+        let host = Host::new(clients);
+        host.set_list_timeout(Duration::from_millis(200));
+        let catalog = host.refresh().await.expect("catalog");
+        let names: Vec<&str> = catalog.tools().iter().map(|t| t.exposed.as_str()).collect();
+        assert_eq!(names, ["alpha__dotted_name", "alpha__echo"]);
+        assert_eq!(catalog.prompts().len(), 1);
+        let call = format::calls(
+            Provider::Anthropic,
+            &json!({"content": [{"type": "tool_use", "id": "t", "name": "alpha__echo", "input": {"text": "x"}}]}),
+        );
+        assert_eq!(host.call(&call[0]).await.0.text_content(), "alpha: x");
+    })
+    .await;
+}
+
 /// A servers file with a remote server (an in-process Streamable HTTP server), a stdio one
 /// that cannot start, and a disabled one: `ready` names the one that never connects, and the
 /// catalog holds the other.
