@@ -135,6 +135,17 @@ pub struct ToolCall {
     pub arguments: Arguments,
 }
 
+impl ToolCall {
+    /// A call of the tool exposed as `name` (one a model made elsewhere, or a test's).
+    pub fn new(id: Option<String>, name: impl Into<String>, arguments: Arguments) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            arguments,
+        }
+    }
+}
+
 /// The `tools` value of a request to `provider`, each schema shaped for it ([`schema`]).
 pub fn tools(provider: Provider, specs: &[ToolSpec]) -> Value {
     tools_with_report(provider, specs).0
