@@ -41,7 +41,11 @@ pub(crate) struct SseDecoder {
     size: usize,
     /// Skipping the rest of an oversized event.
     skipping: bool,
+    /// The id of the last event dispatched: where a resumption starts.
     last_event_id: Option<String>,
+    /// The id the event being read sets, committed when it is dispatched (an event cut off
+    /// before its blank line was never received, so a resumption must ask for it again).
+    pending_id: Option<String>,
     retry: Option<Duration>,
     /// Events completed so far (with data or not), oversized ones included.
     events: u64,
@@ -59,6 +63,7 @@ impl SseDecoder {
             size: 0,
             skipping: false,
             last_event_id: None,
+            pending_id: None,
             retry: None,
             events: 0,
         }
@@ -67,11 +72,12 @@ impl SseDecoder {
     /// Starts with a known last event id (a resumed stream keeps the old one until it sends a
     /// new one).
     pub(crate) fn with_last_event_id(mut self, id: Option<String>) -> Self {
+        self.pending_id.clone_from(&id);
         self.last_event_id = id;
         self
     }
 
-    /// The id of the last event that set one.
+    /// The id of the last complete event that set one.
     pub(crate) fn last_event_id(&self) -> Option<&str> {
         self.last_event_id.as_deref()
     }
@@ -141,7 +147,7 @@ impl SseDecoder {
                 self.has_data = true;
             }
             "event" => self.event = Some(value.to_owned()),
-            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
+            "id" if !value.contains('\0') => self.pending_id = Some(value.to_owned()),
             "retry" => {
                 if let Ok(ms) = value.parse::<u64>() {
                     self.retry = Some(Duration::from_millis(ms));
@@ -153,6 +159,10 @@ impl SseDecoder {
 
     /// A blank line ends the event.
     fn dispatch(&mut self, out: &mut Vec<Item>) {
+        // As the SSE standard says: the id an event set counts once the event is whole.
+        if self.pending_id != self.last_event_id {
+            self.last_event_id.clone_from(&self.pending_id);
+        }
         let data = std::mem::take(&mut self.data);
         let event = self.event.take();
         let has_data = std::mem::take(&mut self.has_data);
@@ -206,6 +216,21 @@ mod tests {
             bytewise.feed(std::slice::from_ref(b), &mut out);
         }
         assert_eq!(out, all);
+    }
+
+    #[test]
+    fn an_event_cut_off_before_its_end_does_not_move_the_resumption_point() {
+        let mut decoder = SseDecoder::new(1024).with_last_event_id(Some("s.6".into()));
+        assert!(decode(&mut decoder, b"id: s.7\ndata: {\"a\":1}\n").is_empty());
+        // The stream ends here: a resumption must ask again for s.7.
+        assert_eq!(decoder.last_event_id(), Some("s.6"));
+        assert_eq!(decode(&mut decoder, b"\n"), [event("{\"a\":1}")]);
+        assert_eq!(decoder.last_event_id(), Some("s.7"));
+        // A priming event (an id and no data) moves it too, once whole.
+        decode(&mut decoder, b"id: s.8\ndata:\n");
+        assert_eq!(decoder.last_event_id(), Some("s.7"));
+        decode(&mut decoder, b"\n");
+        assert_eq!(decoder.last_event_id(), Some("s.8"));
     }
 
     #[test]
