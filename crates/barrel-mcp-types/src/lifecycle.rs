@@ -249,6 +249,37 @@ impl ClientCapabilities {
     pub fn supports_extension(&self, id: &str) -> bool {
         self.extensions.as_ref().is_some_and(|e| e.contains_key(id))
     }
+
+    /// True when the client runs `method` (`sampling/createMessage`, `elicitation/create`) as
+    /// a task when asked to: `tasks.requests.<category>.<action>` is an object (2025-11-25).
+    pub fn supports_task_requests(&self, method: &str) -> bool {
+        let Some((category, action)) = method.split_once('/') else {
+            return false;
+        };
+        self.tasks
+            .as_ref()
+            .and_then(|t| t.get("requests"))
+            .and_then(|r| r.get(category))
+            .and_then(|c| c.get(action))
+            .is_some_and(Value::is_object)
+    }
+
+    /// True when the client answers `tasks/list` (`tasks.list`, 2025-11-25).
+    pub fn supports_tasks_list(&self) -> bool {
+        self.tasks_member("list")
+    }
+
+    /// True when the client answers `tasks/cancel` (`tasks.cancel`, 2025-11-25).
+    pub fn supports_tasks_cancel(&self) -> bool {
+        self.tasks_member("cancel")
+    }
+
+    fn tasks_member(&self, name: &str) -> bool {
+        self.tasks
+            .as_ref()
+            .and_then(|t| t.get(name))
+            .is_some_and(Value::is_object)
+    }
 }
 
 /// Params of `initialize` (sessionful revisions).

@@ -58,6 +58,7 @@ mod request;
 mod servers_file;
 mod skills;
 mod subscription;
+mod task_receiver;
 mod tasks;
 
 use std::fmt;

@@ -8,12 +8,15 @@
 //!   `pollIntervalMs`, and the `DetailedTask` with the result, error or questions inline);
 //! - [`TaskStore`]: where tasks live, with [`MemoryTaskStore`] as the default and
 //!   [`TaskLimits`] (per-owner and total caps, TTL bounds, the poll interval);
-//! - [`new_task_id`]: unguessable ids (192 random bits, base64url: they act as bearer handles).
+//! - [`new_task_id`]: unguessable ids (192 random bits, base64url: they act as bearer handles);
+//! - the receiver's answers to `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`
+//!   over a store, shared by the server and the client (crate-private).
 //!
 //! A task is visible only to the owner that created it and only in its era; anyone else gets
 //! "unknown task" (-32602), exactly as for an id that never existed.
 
 mod record;
+pub(crate) mod serve;
 mod store;
 mod time;
 

@@ -11,6 +11,7 @@ use super::Client;
 use super::handler::{ClientHandler, DynHandler, Erased, NoHandler};
 use crate::Result;
 use crate::peer::PeerConfig;
+use crate::task::TaskLimits;
 use crate::transport::Transport;
 
 /// Which protocol revision a client speaks.
@@ -58,7 +59,20 @@ pub struct ClientConfig {
     /// Results kept by the 2026-07-28 response cache (list pages and resource reads, for the
     /// `ttlMs` the server gave); 0 turns the cache off. Default 256.
     pub response_cache_entries: usize,
+    /// Run the server's sampling and elicitation requests as tasks when it asks (2025-11-25;
+    /// see [`ClientBuilder::task_requests`]). Default false.
+    pub task_requests: bool,
+    /// The bounds of the tasks a connection runs for its server (see
+    /// [`ClientBuilder::task_requests`]): at most `max_per_owner` (and `max_tasks`) tasks
+    /// held at once, finished ones counting until their TTL passes; the TTL granted
+    /// (`min_ttl`..`max_ttl`, `default_ttl` when the server asks for none); the `pollInterval`
+    /// suggested; the largest result kept; the `tasks/list` page size. `max_anonymous` and
+    /// `purge_interval` do not apply. Default: [`TaskLimits::default`] with 100 tasks.
+    pub task_limits: TaskLimits,
 }
+
+/// The default cap on the tasks one connection runs for its server.
+const DEFAULT_MAX_TASKS: usize = 100;
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -72,6 +86,12 @@ impl Default for ClientConfig {
             keepalive: None,
             peer: PeerConfig::default(),
             response_cache_entries: 256,
+            task_requests: false,
+            task_limits: TaskLimits {
+                max_per_owner: DEFAULT_MAX_TASKS,
+                max_tasks: DEFAULT_MAX_TASKS,
+                ..TaskLimits::default()
+            },
         }
     }
 }
@@ -208,6 +228,45 @@ impl ClientBuilder {
             interval,
             failure_threshold: failure_threshold.max(1),
         });
+        self
+    }
+
+    /// Runs the server's `sampling/createMessage` and `elicitation/create` as tasks when the
+    /// server asks for one with `params.task` (2025-11-25). Off by default: a task keeps the
+    /// handler's answer in memory until the task's TTL passes, and a server may poll for it
+    /// much later, which an application opts into.
+    ///
+    /// When on, the client adds to the capabilities it declares (the handler's, or those of
+    /// [`ClientBuilder::capabilities`]) `tasks.requests.sampling.createMessage` if it declares
+    /// sampling, `tasks.requests.elicitation.create` if it declares elicitation, and
+    /// `tasks.list` and `tasks.cancel`. Declaring `tasks` by hand in the capabilities works the
+    /// same way, one kind at a time; this switch is only the shorthand.
+    ///
+    /// A task-augmented request is answered at once with a `CreateTaskResult`; the handler
+    /// runs in the background with [`HandlerContext::task_id`](super::HandlerContext::task_id)
+    /// set, and its [`HandlerContext::cancel`](super::HandlerContext::cancel) fires on
+    /// `tasks/cancel`. The server reads the task with `tasks/get`, `tasks/result`,
+    /// `tasks/list` and `tasks/cancel`, and hears `notifications/tasks/status` when it ends.
+    /// Bounded by [`ClientConfig::task_limits`] (at most 100 tasks per connection by default:
+    /// one more is refused with -32603 "too many tasks"). Revisions without core tasks ignore
+    /// the switch.
+    pub fn task_requests(mut self, enabled: bool) -> Self {
+        self.config.task_requests = enabled;
+        self
+    }
+
+    /// The most tasks one connection runs for its server at once, finished ones counting
+    /// until their TTL passes (see [`ClientBuilder::task_requests`]). Default 100.
+    pub fn max_tasks(mut self, max: usize) -> Self {
+        self.config.task_limits.max_per_owner = max;
+        self.config.task_limits.max_tasks = max;
+        self
+    }
+
+    /// Every bound of the tasks a connection runs for its server (see
+    /// [`ClientConfig::task_limits`]).
+    pub fn task_limits(mut self, limits: TaskLimits) -> Self {
+        self.config.task_limits = limits;
         self
     }
 

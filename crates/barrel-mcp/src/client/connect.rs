@@ -27,6 +27,7 @@ use super::cache::ResponseCache;
 use super::dispatch::{self, Dispatch};
 use super::options::CallOptions;
 use super::request::{self, Envelope};
+use super::task_receiver::{self, TaskReceiver};
 use super::{Client, Inner, keepalive};
 use crate::peer::{self, Peer};
 use crate::transport::Transport;
@@ -48,10 +49,19 @@ enum Probe {
 
 pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T) -> Result<Client> {
     let config = builder.config.clone();
-    let capabilities = builder
+    let mut capabilities = builder
         .capabilities
         .clone()
         .unwrap_or_else(|| builder.handler.capabilities());
+    if config.task_requests {
+        task_receiver::declare(&mut capabilities);
+    }
+    let tasks = TaskReceiver::new(
+        &capabilities,
+        config.task_limits.clone(),
+        config.peer.handler_grace,
+    )
+    .map(Arc::new);
     let (events, _) = broadcast::channel(64);
     let (queue, queue_rx) = mpsc::channel(config.notification_queue.max(1));
     tokio::spawn(dispatch::pump(queue_rx, Arc::clone(&builder.handler)));
@@ -64,6 +74,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
         events: events.clone(),
         apply_defaults: config.apply_elicitation_defaults,
         capabilities: capabilities.clone(),
+        tasks: tasks.clone(),
     });
     let (peer, task) = peer::serve(transport, dispatch, config.peer.clone());
     let mut guard = CloseOnDrop(Some(peer.clone()));
@@ -71,6 +82,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
         peer: &peer,
         builder,
         capabilities: &capabilities,
+        tasks: tasks.as_deref(),
     };
     let (ended_tx, ended) = watch::channel(None);
     tokio::spawn(async move {
@@ -89,6 +101,10 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
         }
     };
     guard.0 = None;
+    if let Some(tasks) = &tasks {
+        // Settled already by `initialize` in a session; a 2026-07-28 connection has none.
+        tasks.settle(negotiated.version);
+    }
     let envelope = negotiated
         .version
         .is_stateless()
@@ -159,6 +175,9 @@ struct Hello<'a> {
     peer: &'a Peer,
     builder: &'a ClientBuilder,
     capabilities: &'a barrel_mcp_types::ClientCapabilities,
+    /// Told the revision before `notifications/initialized`, after which the server may send
+    /// task-augmented requests.
+    tasks: Option<&'a TaskReceiver>,
 }
 
 impl Hello<'_> {
@@ -271,6 +290,9 @@ impl Hello<'_> {
             return Err(Error::Unsupported(format!(
                 "pinned to {version}, but the server chose {chosen}"
             )));
+        }
+        if let Some(tasks) = self.tasks {
+            tasks.settle(chosen);
         }
         self.peer
             .notify(names::NOTIFICATIONS_INITIALIZED, None)

@@ -1,5 +1,6 @@
-//! The client's side of the connection: answers the server's requests through the handler and
-//! queues its notifications for the handler, one at a time, in order.
+//! The client's side of the connection: answers the server's requests through the handler (or,
+//! when the server asks for a task, through the task receiver) and queues its notifications for
+//! the handler, one at a time, in order.
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use super::cache::ResponseCache;
 use super::handler::{DynHandler, HandlerContext};
 use super::input;
 use super::notification::ServerNotification;
+use super::task_receiver::{self, TaskReceiver, Work};
 use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
 
 /// What resource subscriptions hear of.
@@ -37,6 +39,8 @@ pub(crate) struct Dispatch {
     pub(crate) apply_defaults: bool,
     /// What the client declared: a server request for anything else is refused.
     pub(crate) capabilities: ClientCapabilities,
+    /// The tasks run for the server, when the client declared task-augmented requests.
+    pub(crate) tasks: Option<Arc<TaskReceiver>>,
 }
 
 impl Handler for Dispatch {
@@ -46,10 +50,23 @@ impl Handler for Dispatch {
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
         let Request { method, params, .. } = request;
+        // `tasks/*` about the tasks this client runs for the server.
+        if let Some(tasks) = self.tasks.as_ref().filter(|t| t.answers(&method)) {
+            let tasks = Arc::clone(tasks);
+            return Box::pin(
+                async move { tasks.answer(&method, params.as_ref(), &cx.cancel).await },
+            );
+        }
         match method.as_str() {
             names::PING => Box::pin(async { Ok(json!({})) }),
             names::SAMPLING_CREATE_MESSAGE | names::ELICITATION_CREATE | names::ROOTS_LIST => {
-                let raw = json!({ "method": method, "params": params.unwrap_or(json!({})) });
+                let mut params = params.unwrap_or(json!({}));
+                // A task asked for where the client declared none is ignored: served normally.
+                let as_task = match &self.tasks {
+                    Some(tasks) if tasks.takes(&method) => task_receiver::take_task(&mut params),
+                    _ => None,
+                };
+                let raw = json!({ "method": method, "params": params });
                 let request: InputRequest = match serde_json::from_value(raw) {
                     Ok(request) => request,
                     Err(e) => {
@@ -69,10 +86,22 @@ impl Handler for Dispatch {
                 }
                 let handler = Arc::clone(&self.handler);
                 let apply_defaults = self.apply_defaults;
+                if let (Some(asked_ttl), Some(tasks)) = (as_task, &self.tasks) {
+                    let tasks = Arc::clone(tasks);
+                    let work = Work {
+                        handler,
+                        request,
+                        request_id: cx.id,
+                        apply_defaults,
+                        peer: cx.peer.unrelated(),
+                    };
+                    return Box::pin(async move { tasks.start(work, asked_ttl).await });
+                }
                 let cx = HandlerContext {
                     cancel: cx.cancel,
                     request_id: Some(cx.id),
                     input_key: None,
+                    task_id: None,
                 };
                 Box::pin(async move { input::answer(&handler, request, cx, apply_defaults).await })
             }
@@ -86,6 +115,7 @@ impl Handler for Dispatch {
                     cancel: cx.cancel,
                     request_id: Some(cx.id),
                     input_key: None,
+                    task_id: None,
                 };
                 self.handler.on_request(method, params, cx)
             }

@@ -23,12 +23,19 @@ use crate::peer::BoxFuture;
 #[derive(Debug, Clone)]
 pub struct HandlerContext {
     /// Fires when the server cancels the request, the call that needed the input is dropped, or
-    /// the connection ends. An answer given after it fired is discarded.
+    /// the connection ends; for a request run as a task, when the server cancels the task
+    /// (`tasks/cancel`), its TTL passes, or the connection ends. An answer given after it fired
+    /// is discarded.
     pub cancel: CancellationToken,
     /// The JSON-RPC id of the server's request (sessionful revisions).
     pub request_id: Option<RequestId>,
     /// The key of the input request inside an `input_required` result (2026-07-28).
     pub input_key: Option<String>,
+    /// The task this request runs as, when the server asked for one (2025-11-25
+    /// task-augmented sampling and elicitation, see
+    /// [`ClientBuilder::task_requests`](super::ClientBuilder::task_requests)): the server
+    /// polls it with `tasks/get` and reads this handler's answer with `tasks/result`.
+    pub task_id: Option<String>,
 }
 
 /// The client side of the questions a server may ask, and of its notifications.

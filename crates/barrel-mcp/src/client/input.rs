@@ -70,6 +70,7 @@ pub(crate) async fn answer_all(
             cancel: cancel.clone(),
             request_id: None,
             input_key: Some(key.clone()),
+            task_id: None,
         };
         let answer = tokio::select! {
             answer = answer(handler, request, cx, apply_defaults) => answer.map_err(Error::Rpc)?,

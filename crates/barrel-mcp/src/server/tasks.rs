@@ -20,9 +20,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use barrel_mcp_types::meta::RELATED_TASK_KEY;
 use barrel_mcp_types::{CreateTaskResult, ErrorObject, TaskStatus, Tool};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -32,10 +31,8 @@ use super::context::Scope;
 use super::invoke;
 use super::task_input::{TaskInput, TaskSlot};
 use crate::peer::{Peer, RequestContext};
-use crate::task::{Era, TaskOutcome, TaskRecord, TaskStore, new_task_id};
-
-/// Tasks listed per `tasks/list` page.
-const LIST_PAGE: usize = 50;
+pub(crate) use crate::task::serve::{announce_status, task_id};
+use crate::task::{Era, TaskRecord, TaskStore, new_task_id, serve};
 
 /// Whether a tool takes tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,14 +132,6 @@ fn owner(scope: &Scope, cx: &RequestContext) -> String {
         Some(session) => format!("session:{}", session.id),
         None => "anonymous".into(),
     }
-}
-
-pub(crate) fn task_id(params: Option<&Value>) -> Result<String, ErrorObject> {
-    params
-        .and_then(|p| p.get("taskId"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| ErrorObject::invalid_params("invalid params: taskId is required"))
 }
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
@@ -281,16 +270,7 @@ pub(crate) fn watch(
         tasks.waiting().remove(&id);
         if let Some(outcome) = outcome {
             let limit = server.config().task_limits.max_result_bytes;
-            let outcome = match outcome {
-                Ok(result) => match serde_json::to_vec(&result).map(|bytes| bytes.len()) {
-                    Ok(size) if size <= limit => TaskOutcome::Result(result),
-                    Ok(size) => TaskOutcome::Error(ErrorObject::internal(format!(
-                        "the task's result is too large to keep ({size} bytes, at most {limit})"
-                    ))),
-                    Err(e) => TaskOutcome::Error(ErrorObject::internal(e.to_string())),
-                },
-                Err(error) => TaskOutcome::Error(error),
-            };
+            let outcome = serve::keepable(outcome, limit);
             let finish = move |t: &mut TaskRecord| t.finish(outcome.clone());
             match tasks.store.update(&id, &owner, era, &finish).await {
                 Ok(record) => {
@@ -304,19 +284,6 @@ pub(crate) fn watch(
         }
         tasks.ended.notify_waiters();
     });
-}
-
-/// Sends `notifications/tasks/status` (2025-11-25) with the task as it now stands.
-pub(crate) async fn announce_status(peer: Option<&Peer>, record: &TaskRecord) {
-    let Some(peer) = peer else {
-        return;
-    };
-    if let Ok(params) = serde_json::to_value(record.to_task()) {
-        // A closed session has no one to tell.
-        let _ = peer
-            .notify("notifications/tasks/status", Some(params))
-            .await;
-    }
 }
 
 async fn sleep_or_forever(duration: Option<Duration>) {
@@ -333,15 +300,8 @@ pub(crate) async fn get(
     params: Option<Value>,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let id = task_id(params.as_ref())?;
-    let record = server
-        .inner
-        .tasks
-        .store
-        .get(&id, &owner(scope, cx), Era::Sessions)
-        .await
-        .map_err(|r| r.to_error_object())?;
-    encode(&record.to_task())
+    let store = &*server.inner.tasks.store;
+    serve::get(store, &owner(scope, cx), params.as_ref()).await
 }
 
 /// `tasks/result`: waits until the task ends, then answers with exactly its outcome.
@@ -351,45 +311,16 @@ pub(crate) async fn result(
     params: Option<Value>,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let id = task_id(params.as_ref())?;
-    let owner = owner(scope, cx);
     let tasks = &server.inner.tasks;
-    loop {
-        // Registered before the read, so an end between the two is not missed.
-        let ended = tasks.ended.notified();
-        let record = tasks
-            .store
-            .get(&id, &owner, Era::Sessions)
-            .await
-            .map_err(|r| r.to_error_object())?;
-        if record.status.is_terminal() {
-            return match record.outcome {
-                Some(TaskOutcome::Result(result)) => Ok(with_related_task(result, &id)),
-                Some(TaskOutcome::Error(error)) => Err(error),
-                None => Err(ErrorObject::invalid_params("the task was cancelled")),
-            };
-        }
-        tokio::select! {
-            () = ended => {}
-            // A store shared with other nodes is not woken by this one: look again anyway.
-            () = tokio::time::sleep(record.poll_interval) => {}
-            () = cx.cancel.cancelled() => {
-                return Err(ErrorObject::internal("the request was cancelled"));
-            }
-        }
-    }
-}
-
-fn with_related_task(mut result: Value, id: &str) -> Value {
-    if let Value::Object(object) = &mut result {
-        let meta = object
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
-            meta.insert(RELATED_TASK_KEY.to_owned(), json!({ "taskId": id }));
-        }
-    }
-    result
+    let owner = owner(scope, cx);
+    serve::result(
+        &*tasks.store,
+        &owner,
+        params.as_ref(),
+        &tasks.ended,
+        &cx.cancel,
+    )
+    .await
 }
 
 /// `tasks/list`: the requestor's tasks, oldest first, a page at a time.
@@ -399,31 +330,9 @@ pub(crate) async fn list(
     params: Option<Value>,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let cursor = params
-        .as_ref()
-        .and_then(|p| p.get("cursor"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let page = server
-        .inner
-        .tasks
-        .store
-        .list(
-            &owner(scope, cx),
-            Era::Sessions,
-            cursor.as_deref(),
-            LIST_PAGE + 1,
-        )
-        .await
-        .map_err(|_| ErrorObject::invalid_params("invalid cursor"))?;
-    let more = page.len() > LIST_PAGE;
-    let page = &page[..page.len().min(LIST_PAGE)];
-    let tasks: Vec<_> = page.iter().map(TaskRecord::to_task).collect();
-    let mut answer = json!({ "tasks": tasks });
-    if more && let Some(last) = page.last() {
-        answer["nextCursor"] = json!(crate::task::cursor_after(last));
-    }
-    Ok(answer)
+    let store = &*server.inner.tasks.store;
+    let page_size = server.config().task_limits.page_size;
+    serve::list(store, &owner(scope, cx), params.as_ref(), page_size).await
 }
 
 /// `tasks/cancel`: the task is `cancelled` before the answer, and its work stops; a finished
@@ -434,15 +343,9 @@ pub(crate) async fn cancel(
     params: Option<Value>,
     cx: &RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let id = task_id(params.as_ref())?;
     let tasks = &server.inner.tasks;
-    let cancel = |t: &mut TaskRecord| t.cancel();
-    let record = tasks
-        .store
-        .update(&id, &owner(scope, cx), Era::Sessions, &cancel)
-        .await
-        .map_err(|r| r.to_error_object())?;
-    tasks.stop(&id);
+    let record = serve::cancel(&*tasks.store, &owner(scope, cx), params.as_ref()).await?;
+    tasks.stop(&record.id);
     debug_assert_eq!(record.status, TaskStatus::Cancelled);
-    encode(&record.to_task())
+    serve::cancelled(&record)
 }

@@ -33,6 +33,8 @@ pub struct TaskLimits {
     pub max_result_bytes: usize,
     /// How often a server forgets the tasks whose TTL has passed. Default 30 s.
     pub purge_interval: Duration,
+    /// Tasks per `tasks/list` page (at least one). Default 50.
+    pub page_size: usize,
 }
 
 impl Default for TaskLimits {
@@ -47,6 +49,7 @@ impl Default for TaskLimits {
             poll_interval: Duration::from_secs(1),
             max_result_bytes: 4 * 1024 * 1024,
             purge_interval: Duration::from_secs(30),
+            page_size: 50,
         }
     }
 }

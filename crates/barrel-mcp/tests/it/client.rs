@@ -21,6 +21,7 @@ mod mrtr;
 mod pagination;
 mod progress;
 mod subscriptions;
+mod task_receiver;
 mod tasks;
 
 use std::sync::Arc;
