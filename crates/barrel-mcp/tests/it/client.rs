@@ -21,6 +21,7 @@ mod mrtr;
 mod pagination;
 mod progress;
 mod subscriptions;
+mod task_status;
 mod tasks;
 
 use std::sync::Arc;
