@@ -4,6 +4,7 @@
 //! speak raw JSON lines or raw messages to a peer under test.
 
 mod client;
+mod doc_examples;
 #[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "http-server")]
