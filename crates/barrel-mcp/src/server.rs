@@ -165,6 +165,8 @@ impl Default for ServerConfig {
 /// server.add_tool(Tool::new("ping", Tool::empty_input_schema()), handler)?;
 /// assert_eq!(server.call_tool("ping", json!({})).await?.text_content(), "pong");
 /// assert!(server.remove_tool("ping"));
+/// // A change the registry cannot see (a tool hidden by state kept elsewhere): say so.
+/// server.tools_list_changed();
 ///
 /// // No client is connected: there is no session to reach.
 /// assert!(server.live_sessions().is_empty());
@@ -419,6 +421,32 @@ impl Server {
     /// Example: [`Server`].
     pub fn notify_resource_updated(&self, uri: impl Into<String>) {
         self.emit(ServerEvent::ResourceUpdated(uri.into()));
+    }
+
+    /// Tells every connected client that the tool list changed, when nothing was added or
+    /// removed (tools shown or hidden by state kept elsewhere, a description reworded):
+    /// each session gets `notifications/tools/list_changed`, and so does each 2026-07-28
+    /// `subscriptions/listen` stream that asked for it. [`add_tool`](Self::add_tool) and
+    /// [`remove_tool`](Self::remove_tool) send it themselves;
+    /// [`SessionHandle::tools_list_changed`] tells one session only.
+    ///
+    /// Example: [`Server`].
+    pub fn tools_list_changed(&self) {
+        self.emit(ServerEvent::ToolsChanged);
+    }
+
+    /// [`tools_list_changed`](Self::tools_list_changed) for the resource and template lists.
+    ///
+    /// Example: [`Server`].
+    pub fn resources_list_changed(&self) {
+        self.emit(ServerEvent::ResourcesChanged);
+    }
+
+    /// [`tools_list_changed`](Self::tools_list_changed) for the prompt list.
+    ///
+    /// Example: [`Server`].
+    pub fn prompts_list_changed(&self) {
+        self.emit(ServerEvent::PromptsChanged);
     }
 
     /// Tells the listen streams watching task `id` that it changed.

@@ -10,8 +10,10 @@
 //!
 //! The 2026-07-28 revision has no sessions: there, what a background task wants a client to
 //! hear travels on a `subscriptions/listen` stream (list changes, resource updates; see
-//! [`Server::notify_resource_updated`](super::Server::notify_resource_updated)), and progress,
-//! logs and questions belong to the request being served.
+//! [`Server::tools_list_changed`](super::Server::tools_list_changed) and
+//! [`Server::notify_resource_updated`](super::Server::notify_resource_updated), which reach
+//! every session and listen stream), and progress, logs and questions belong to the request
+//! being served: a long job is a task, whose status the client polls.
 
 use std::sync::Arc;
 use std::time::Duration;
