@@ -10,6 +10,7 @@ mod host;
 #[cfg(feature = "http-server")]
 mod http;
 mod peer;
+mod readme_server;
 mod server;
 mod skills;
 mod source_rules;
