@@ -5,6 +5,7 @@
 
 mod client;
 mod doc_examples;
+mod example_headers;
 #[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "http-server")]
