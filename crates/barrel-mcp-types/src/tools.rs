@@ -203,7 +203,23 @@ pub struct CallToolResult {
 
 impl CallToolResult {
     /// The structured content read as a `T` (the type the tool's `outputSchema` describes);
-    /// an error when there is none or it does not fit.
+    /// an error when there is none or it does not fit. (Not `structured`: that name is the
+    /// constructor of a structured result.)
+    ///
+    /// ```
+    /// use barrel_mcp_types::CallToolResult;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, Debug, PartialEq)]
+    /// struct Sum {
+    ///     sum: i64,
+    /// }
+    ///
+    /// let mut result = CallToolResult::text(r#"{"sum":5}"#);
+    /// assert!(result.structured_as::<Sum>().is_err(), "no structuredContent yet");
+    /// result.structured_content = Some(serde_json::json!({ "sum": 5 }));
+    /// assert_eq!(result.structured_as::<Sum>().expect("fits"), Sum { sum: 5 });
+    /// ```
     pub fn structured_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match &self.structured_content {
             Some(value) => T::deserialize(value),

@@ -85,6 +85,52 @@ use handler::DynHandler;
 use request::Envelope;
 
 /// A connection to one MCP server. Cheap to clone; every clone shares the connection.
+///
+/// # Example
+///
+/// Connected in-process to a server (any transport works the same way: a child process, stdio,
+/// Streamable HTTP with `connect_http`; `examples/client.rs` is a command-line client):
+///
+/// ```
+/// use barrel_mcp::client::Client;
+/// use barrel_mcp::server::{Ctx, Json, Server};
+/// use barrel_mcp::types::{ReadResourceParams, Resource};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, JsonSchema)]
+/// struct AddArgs { a: i64, b: i64 }
+///
+/// #[derive(Serialize, Deserialize, JsonSchema)]
+/// struct Sum { sum: i64 }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> barrel_mcp::Result<()> {
+/// let server = Server::builder()
+///     .name("demo", "0.1.0")
+///     .tool("add", "Add", |_: Ctx, args: AddArgs| async move {
+///         Ok(Json(Sum { sum: args.a + args.b }))
+///     })
+///     .text_resource(Resource::new("demo://readme", "readme"), "# demo")
+///     .build()?;
+/// let (client_side, server_side) = barrel_mcp::transport::memory();
+/// tokio::spawn(async move { server.serve(server_side).await });
+/// let client = Client::builder().name("example", "1.0").connect(client_side).await?;
+///
+/// assert_eq!(client.server_info().name, "demo");
+/// let tools = client.list_all_tools().await?;
+/// assert_eq!(tools[0].name, "add");
+/// // Arguments from any `Serialize`, the result read back as the tool's output type.
+/// let sum: Sum = client.call("add", AddArgs { a: 2, b: 3 }).await?.structured_as()?;
+/// assert_eq!(sum.sum, 5);
+/// let readme = client.read_resource(ReadResourceParams::new("demo://readme")).await?;
+/// assert_eq!(readme.contents.len(), 1);
+/// client.ping().await?;
+/// client.close();
+/// assert!(client.is_closed());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -125,64 +171,88 @@ impl fmt::Debug for Client {
 
 impl Client {
     /// Starts building a client.
+    ///
+    /// Example: [`Client`].
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
     }
 
     /// The revision agreed with the server.
+    ///
+    /// Example: [`Client`].
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.inner.negotiated.version
     }
 
     /// The server's self-description (from `initialize`, or the `serverInfo` of
     /// `server/discover`; empty when a 2026-07-28 server sent none).
+    ///
+    /// Example: [`Client`].
     pub fn server_info(&self) -> &Implementation {
         &self.inner.negotiated.server_info
     }
 
     /// What the server advertised.
+    ///
+    /// Example: [`Client`].
     pub fn capabilities(&self) -> &ServerCapabilities {
         &self.inner.negotiated.capabilities
     }
 
     /// The server's instructions for the model, if any.
+    ///
+    /// Example: [`Client`].
     pub fn instructions(&self) -> Option<&str> {
         self.inner.negotiated.instructions.as_deref()
     }
 
     /// What this client said about itself.
+    ///
+    /// Example: [`Client`].
     pub fn client_info(&self) -> &Implementation {
         &self.inner.client_info
     }
 
     /// The capabilities this client declared.
+    ///
+    /// Example: [`Client`].
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.inner.client_capabilities
     }
 
     /// The client's limits.
+    ///
+    /// Example: [`Client`].
     pub fn config(&self) -> &ClientConfig {
         &self.inner.config
     }
 
     /// The JSON-RPC connection underneath, for methods this client has no typed call for.
+    ///
+    /// Example: [`Client`].
     pub fn peer(&self) -> &Peer {
         &self.inner.peer
     }
 
     /// True once the connection has ended.
+    ///
+    /// Example: [`Client`].
     pub fn is_closed(&self) -> bool {
         self.inner.peer.is_closed()
     }
 
     /// Resolves when the connection ends (the server went away, or [`Client::close`]).
     /// Cancel-safe.
+    ///
+    /// Example: [`Client`].
     pub async fn closed(&self) {
         self.inner.peer.closed().await;
     }
 
     /// Ends the connection: calls in flight fail with [`Error::Closed`](crate::Error::Closed)
     /// and the transport is closed (for a child process, the shutdown ladder starts).
+    ///
+    /// Example: [`Client`].
     pub fn close(&self) {
         self.inner.peer.close();
     }

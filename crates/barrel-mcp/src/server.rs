@@ -69,6 +69,8 @@ pub(crate) use stateless::unsupported_version;
 pub use typed::{IntoPromptResult, IntoResourceContents};
 
 /// Limits and defaults of a server. Every field has a documented default.
+///
+/// Example: [`Server`].
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Items per page of `tools/list`, `resources/list`, `resources/templates/list` and
@@ -138,6 +140,43 @@ impl Default for ServerConfig {
 }
 
 /// A handle on an MCP server. Cheap to clone; every clone serves the same registry.
+///
+/// # Example
+///
+/// Limits set at build time, a tool added and removed at run time, and a session reached by
+/// its id (see [`SessionHandle`] for one kept by a background task):
+///
+/// ```
+/// use barrel_mcp::server::{Ctx, Server, ServerConfig, ToolHandler};
+/// use barrel_mcp::types::Tool;
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> barrel_mcp::Result<()> {
+/// let server = Server::builder()
+///     .name("demo", "0.1.0")
+///     .config(ServerConfig { page_size: 50, ..ServerConfig::default() })
+///     .build()?;
+/// assert_eq!(server.info().name, "demo");
+/// assert_eq!(server.config().page_size, 50);
+///
+/// // Connected sessions hear `notifications/tools/list_changed`.
+/// let handler = ToolHandler::raw(|_: Ctx, _| async move { Ok("pong") });
+/// server.add_tool(Tool::new("ping", Tool::empty_input_schema()), handler)?;
+/// assert_eq!(server.call_tool("ping", json!({})).await?.text_content(), "pong");
+/// assert!(server.remove_tool("ping"));
+/// // A change the registry cannot see (a tool hidden by state kept elsewhere): say so.
+/// server.tools_list_changed();
+///
+/// // No client is connected: there is no session to reach.
+/// assert!(server.live_sessions().is_empty());
+/// assert!(server.session("no-such-id").is_none());
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Serving: [`Server::serve_stdio`] for a process a client spawns, [`Server::serve`] with any
+/// [`Transport`], or the `http` module's router for Streamable HTTP.
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<Inner>,
@@ -173,27 +212,37 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     /// Starts building a server.
+    ///
+    /// Example: [`Server`].
     pub fn builder() -> ServerBuilder {
         ServerBuilder::default()
     }
 
     /// The server's name, version and other self-description.
+    ///
+    /// Example: [`Server`].
     pub fn info(&self) -> &Implementation {
         &self.inner.info
     }
 
     /// The server's limits and defaults.
+    ///
+    /// Example: [`Server`].
     pub fn config(&self) -> &ServerConfig {
         &self.inner.config
     }
 
     /// What this server advertises to clients.
+    ///
+    /// Example: [`Server`].
     pub fn capabilities(&self) -> ServerCapabilities {
         self.read_registry().capabilities()
     }
 
     /// Serves one connection until its transport ends. Cancel-safe: dropping the future ends
     /// the connection; in-flight handlers see their cancellation token fire.
+    ///
+    /// Example: [`Server`].
     pub async fn serve<T: Transport>(&self, transport: T) -> crate::Result<()> {
         self.serve_until(transport, CancellationToken::new()).await
     }
@@ -201,6 +250,8 @@ impl Server {
     /// [`Server::serve`] until `stop` is cancelled: then the connection closes (running handlers
     /// are cancelled, queued messages are written within a short grace) and this returns once
     /// the connection's tasks have all ended.
+    ///
+    /// Example: [`Server`].
     pub async fn serve_until<T: Transport>(
         &self,
         transport: T,
@@ -232,6 +283,8 @@ impl Server {
     }
 
     /// Serves the process's stdin and stdout until stdin closes. Logs must go to stderr.
+    ///
+    /// Example: [`Server`].
     pub async fn serve_stdio(&self) -> crate::Result<()> {
         self.serve(crate::transport::stdio::StdioTransport::stdio())
             .await
@@ -239,11 +292,15 @@ impl Server {
 
     /// The live session named `id` ([`Ctx::session_id`]), to reach it from outside a handler;
     /// `None` once it has ended (or for an id it never had).
+    ///
+    /// Example: [`Server`].
     pub fn session(&self, id: &str) -> Option<SessionHandle> {
         self.sessions().get(id).cloned()
     }
 
     /// Every live session, in no particular order.
+    ///
+    /// Example: [`Server`].
     pub fn live_sessions(&self) -> Vec<SessionHandle> {
         self.sessions().values().cloned().collect()
     }
@@ -268,6 +325,8 @@ impl Server {
     /// Adds (or replaces) a tool at run time and tells connected clients the list changed.
     ///
     /// The tool's handler takes raw JSON arguments; see [`ServerBuilder::tool`] for typed ones.
+    ///
+    /// Example: [`Server`].
     pub fn add_tool(&self, tool: Tool, handler: handler::ToolHandler) -> Result<(), crate::Error> {
         let entry = registry::ToolEntry::new(tool, handler)?;
         self.write_registry().tools.insert(Arc::new(entry));
@@ -276,6 +335,8 @@ impl Server {
     }
 
     /// Removes a tool; true when it existed. Connected clients are told the list changed.
+    ///
+    /// Example: [`Server`].
     pub fn remove_tool(&self, name: &str) -> bool {
         let removed = self.write_registry().tools.remove(name);
         if removed {
@@ -285,6 +346,8 @@ impl Server {
     }
 
     /// Adds (or replaces) a resource at run time.
+    ///
+    /// Example: [`Server`].
     pub fn add_resource(&self, resource: Resource, handler: handler::ResourceHandler) {
         self.write_registry()
             .resources
@@ -293,6 +356,8 @@ impl Server {
     }
 
     /// Removes a resource by URI; true when it existed.
+    ///
+    /// Example: [`Server`].
     pub fn remove_resource(&self, uri: &str) -> bool {
         let removed = self.write_registry().resources.remove(uri);
         if removed {
@@ -302,6 +367,8 @@ impl Server {
     }
 
     /// Adds (or replaces) a resource template at run time.
+    ///
+    /// Example: [`Server`].
     pub fn add_resource_template(
         &self,
         template: ResourceTemplate,
@@ -314,6 +381,8 @@ impl Server {
     }
 
     /// Adds (or replaces) a prompt at run time.
+    ///
+    /// Example: [`Server`].
     pub fn add_prompt(&self, prompt: Prompt, handler: handler::PromptHandler) {
         self.write_registry()
             .prompts
@@ -322,6 +391,8 @@ impl Server {
     }
 
     /// Removes a prompt by name; true when it existed.
+    ///
+    /// Example: [`Server`].
     pub fn remove_prompt(&self, name: &str) -> bool {
         let removed = self.write_registry().prompts.remove(name);
         if removed {
@@ -346,8 +417,36 @@ impl Server {
 
     /// Tells the clients subscribed to `uri` that the resource changed
     /// (`notifications/resources/updated`).
+    ///
+    /// Example: [`Server`].
     pub fn notify_resource_updated(&self, uri: impl Into<String>) {
         self.emit(ServerEvent::ResourceUpdated(uri.into()));
+    }
+
+    /// Tells every connected client that the tool list changed, when nothing was added or
+    /// removed (tools shown or hidden by state kept elsewhere, a description reworded):
+    /// each session gets `notifications/tools/list_changed`, and so does each 2026-07-28
+    /// `subscriptions/listen` stream that asked for it. [`add_tool`](Self::add_tool) and
+    /// [`remove_tool`](Self::remove_tool) send it themselves;
+    /// [`SessionHandle::tools_list_changed`] tells one session only.
+    ///
+    /// Example: [`Server`].
+    pub fn tools_list_changed(&self) {
+        self.emit(ServerEvent::ToolsChanged);
+    }
+
+    /// [`tools_list_changed`](Self::tools_list_changed) for the resource and template lists.
+    ///
+    /// Example: [`Server`].
+    pub fn resources_list_changed(&self) {
+        self.emit(ServerEvent::ResourcesChanged);
+    }
+
+    /// [`tools_list_changed`](Self::tools_list_changed) for the prompt list.
+    ///
+    /// Example: [`Server`].
+    pub fn prompts_list_changed(&self) {
+        self.emit(ServerEvent::PromptsChanged);
     }
 
     /// Tells the listen streams watching task `id` that it changed.

@@ -15,6 +15,8 @@ use crate::task::TaskLimits;
 use crate::transport::Transport;
 
 /// Which protocol revision a client speaks.
+///
+/// Example: [`ClientBuilder`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VersionMode {
     /// Probe with `server/discover` (2026-07-28); fall back to `initialize` (the newest
@@ -27,6 +29,8 @@ pub enum VersionMode {
 }
 
 /// Periodic liveness checks.
+///
+/// Example: [`ClientBuilder`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keepalive {
     /// Time between pings; each ping also times out after it.
@@ -36,6 +40,8 @@ pub struct Keepalive {
 }
 
 /// Limits and defaults of a client. Every field has a documented default.
+///
+/// Example: [`ClientBuilder`].
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// How long the `server/discover` probe may take. Default 10 s.
@@ -98,6 +104,32 @@ impl Default for ClientConfig {
 
 /// Builds a [`Client`]. Cheap to clone, and reusable: each [`ClientBuilder::connect`] makes a
 /// new connection with the same settings and handler.
+///
+/// # Example
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// use barrel_mcp::client::Client;
+/// use barrel_mcp::transport::child::ChildCommand;
+/// use barrel_mcp::types::ProtocolVersion;
+///
+/// # async fn run() -> barrel_mcp::Result<()> {
+/// let builder = Client::builder()
+///     .name("example", "1.0")
+///     .pin(ProtocolVersion::V2025_11_25)
+///     .request_timeout(Duration::from_secs(30))
+///     // Ping every 15 s; three missed pings in a row close the connection.
+///     .keepalive(Duration::from_secs(15), 3);
+/// let client = builder.connect(ChildCommand::new("my-server").spawn()?).await?;
+/// // The same settings, a second connection.
+/// let other = builder.connect(ChildCommand::new("other-server").spawn()?).await?;
+/// # let _ = (client, other);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// A handler for what servers ask: [`ClientHandler`](super::ClientHandler).
 #[derive(Clone)]
 pub struct ClientBuilder {
     pub(crate) info: Implementation,
@@ -137,6 +169,8 @@ impl Default for ClientBuilder {
 
 impl ClientBuilder {
     /// The client's name and version.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.info.name = name.into();
         self.info.version = version.into();
@@ -144,6 +178,8 @@ impl ClientBuilder {
     }
 
     /// The client's full self-description.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn info(mut self, info: Implementation) -> Self {
         self.info = info;
         self
@@ -151,71 +187,95 @@ impl ClientBuilder {
 
     /// Answers the server's questions and hears its notifications. The client declares
     /// [`ClientHandler::capabilities`] unless [`ClientBuilder::capabilities`] overrides it.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn handler(mut self, handler: impl ClientHandler) -> Self {
         self.handler = Arc::new(Erased(Arc::new(handler)));
         self
     }
 
     /// Declares these capabilities instead of the handler's.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.capabilities = Some(capabilities);
         self
     }
 
     /// Picks the revision ([`VersionMode::Auto`] by default).
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn version(mut self, mode: VersionMode) -> Self {
         self.mode = mode;
         self
     }
 
     /// Speaks exactly `version`.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn pin(self, version: ProtocolVersion) -> Self {
         self.version(VersionMode::Pinned(version))
     }
 
     /// Replaces every limit at once.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn config(mut self, config: ClientConfig) -> Self {
         self.config = config;
         self
     }
 
     /// How long a call waits for its answer by default.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.config.peer.request_timeout = timeout;
         self
     }
 
     /// The longest a call ever waits, even when progress keeps resetting its timeout.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn max_request_timeout(mut self, max: Duration) -> Self {
         self.config.peer.max_request_timeout = max;
         self
     }
 
     /// How long the `server/discover` probe may take.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.config.probe_timeout = timeout;
         self
     }
 
     /// Whether a probe timeout falls back to `initialize` (see [`ClientConfig`]).
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn fallback_on_probe_timeout(mut self, fallback: bool) -> Self {
         self.config.fallback_on_probe_timeout = fallback;
         self
     }
 
     /// The most `input_required` rounds one call may take.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn max_input_rounds(mut self, rounds: u32) -> Self {
         self.config.max_input_rounds = rounds;
         self
     }
 
     /// The most pages a "list everything" call fetches.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn max_pages(mut self, pages: usize) -> Self {
         self.config.max_pages = pages;
         self
     }
 
     /// Whether accepted form elicitations get the schema's defaults for missing fields.
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn apply_elicitation_defaults(mut self, apply: bool) -> Self {
         self.config.apply_elicitation_defaults = apply;
         self
@@ -223,6 +283,8 @@ impl ClientBuilder {
 
     /// Pings every `interval` and closes the connection after `failure_threshold` failures in
     /// a row (at least one).
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn keepalive(mut self, interval: Duration, failure_threshold: u32) -> Self {
         self.config.keepalive = Some(Keepalive {
             interval,
@@ -250,6 +312,39 @@ impl ClientBuilder {
     /// Bounded by [`ClientConfig::task_limits`] (at most 100 tasks per connection by default:
     /// one more is refused with -32603 "too many tasks"). Revisions without core tasks ignore
     /// the switch.
+    ///
+    /// ```
+    /// use barrel_mcp::client::{Client, ClientHandler, HandlerContext};
+    /// use barrel_mcp::types::{
+    ///     ClientCapabilities, CreateMessageParams, CreateMessageResult, ErrorObject,
+    ///     SamplingCapability,
+    /// };
+    ///
+    /// struct Sampler;
+    ///
+    /// impl ClientHandler for Sampler {
+    ///     fn capabilities(&self) -> ClientCapabilities {
+    ///         ClientCapabilities {
+    ///             sampling: Some(SamplingCapability::default()),
+    ///             ..ClientCapabilities::default()
+    ///         }
+    ///     }
+    ///
+    ///     async fn create_message(
+    ///         &self,
+    ///         _params: CreateMessageParams,
+    ///         cx: HandlerContext,
+    ///     ) -> Result<CreateMessageResult, ErrorObject> {
+    ///         // Run as a task when the server asked for one: cx.task_id says which.
+    ///         let _ = cx.task_id;
+    ///         Err(ErrorObject::internal("no model in this example"))
+    ///     }
+    /// }
+    ///
+    /// // Sampling requests may come as tasks; at most 20 kept at once.
+    /// let builder = Client::builder().handler(Sampler).task_requests(true).max_tasks(20);
+    /// # let _ = builder;
+    /// ```
     pub fn task_requests(mut self, enabled: bool) -> Self {
         self.config.task_requests = enabled;
         self
@@ -257,6 +352,8 @@ impl ClientBuilder {
 
     /// The most tasks one connection runs for its server at once, finished ones counting
     /// until their TTL passes (see [`ClientBuilder::task_requests`]). Default 100.
+    ///
+    /// Example: [`ClientBuilder::task_requests`].
     pub fn max_tasks(mut self, max: usize) -> Self {
         self.config.task_limits.max_per_owner = max;
         self.config.task_limits.max_tasks = max;
@@ -265,6 +362,8 @@ impl ClientBuilder {
 
     /// Every bound of the tasks a connection runs for its server (see
     /// [`ClientConfig::task_limits`]).
+    ///
+    /// Example: [`ClientBuilder::task_requests`].
     pub fn task_limits(mut self, limits: TaskLimits) -> Self {
         self.config.task_limits = limits;
         self
@@ -273,6 +372,8 @@ impl ClientBuilder {
     /// Wakes `changes` whenever what the server offers may have changed: a `list_changed`
     /// notification and, under a [`Clients`](super::Clients) registry, a connection made or
     /// lost. A host rebuilds its catalog on it (`host::Host::changes`, feature `host`).
+    ///
+    /// Example: [`ClientBuilder`].
     pub fn on_changes(mut self, changes: Arc<tokio::sync::Notify>) -> Self {
         self.changes = Some(changes);
         self
@@ -282,6 +383,8 @@ impl ClientBuilder {
     /// client. On failure the connection is closed.
     ///
     /// Cancel safety: dropping the future closes the connection.
+    ///
+    /// Example: [`ClientBuilder`].
     pub async fn connect<T: Transport>(&self, transport: T) -> Result<Client> {
         super::connect::connect(self, transport).await
     }
@@ -289,6 +392,8 @@ impl ClientBuilder {
     /// Connects over Streamable HTTP. Like [`ClientBuilder::connect`], except that a probe
     /// timeout is an error rather than a reason to fall back (an HTTP server that does not
     /// answer is not an old server).
+    ///
+    /// Example: [`ClientBuilder`].
     #[cfg(feature = "http-client")]
     pub async fn connect_http(
         &self,

@@ -21,6 +21,8 @@ use crate::{Error, Result};
 impl Client {
     /// Checks the server is alive: `ping` in a session. 2026-07-28 has no `ping`, so there the
     /// client sends `server/discover`, the cheapest request every server must answer.
+    ///
+    /// Example: [`Client`].
     pub async fn ping(&self) -> Result<()> {
         self.ping_with(&CallOptions::new()).await
     }
@@ -35,6 +37,8 @@ impl Client {
     }
 
     /// `server/discover` (2026-07-28): the server's revisions, capabilities and instructions.
+    ///
+    /// Example: [`Client`].
     pub async fn discover(&self) -> Result<DiscoverResult> {
         self.require_modern(names::SERVER_DISCOVER)?;
         self.call_method(names::SERVER_DISCOVER, None, &CallOptions::new())
@@ -76,11 +80,15 @@ impl Client {
     }
 
     /// `tools/call`.
+    ///
+    /// Example: [`Client`].
     pub async fn call_tool(&self, params: CallToolParams) -> Result<CallToolResult> {
         self.call_tool_with(params, CallOptions::new()).await
     }
 
     /// `tools/call` with per-call options (progress, timeout, cancellation).
+    ///
+    /// Example: [`Client`].
     pub async fn call_tool_with(
         &self,
         params: CallToolParams,
@@ -92,11 +100,15 @@ impl Client {
     }
 
     /// `resources/read`.
+    ///
+    /// Example: [`Client`].
     pub async fn read_resource(&self, params: ReadResourceParams) -> Result<ReadResourceResult> {
         self.read_resource_with(params, CallOptions::new()).await
     }
 
     /// `resources/read` with per-call options.
+    ///
+    /// Example: [`Client`].
     pub async fn read_resource_with(
         &self,
         params: ReadResourceParams,
@@ -116,11 +128,15 @@ impl Client {
     }
 
     /// `prompts/get`.
+    ///
+    /// Example: [`Client`].
     pub async fn get_prompt(&self, params: GetPromptParams) -> Result<GetPromptResult> {
         self.get_prompt_with(params, CallOptions::new()).await
     }
 
     /// `prompts/get` with per-call options.
+    ///
+    /// Example: [`Client`].
     pub async fn get_prompt_with(
         &self,
         params: GetPromptParams,
@@ -133,6 +149,8 @@ impl Client {
 
     /// `completion/complete`. Before 2025-03-26 servers had no `completions` capability, so
     /// there the call is allowed when the server offers prompts or resources.
+    ///
+    /// Example: [`Client`].
     pub async fn complete(&self, params: CompleteParams) -> Result<CompleteResult> {
         let caps = self.capabilities();
         let advertised = caps.completions.is_some()
@@ -154,6 +172,8 @@ impl Client {
     /// asks for them again. Needs a session (2026-07-28 has no such notification: the server
     /// asks for roots with each request that needs them) and the `roots.listChanged`
     /// capability this client declared; otherwise [`Error::Unsupported`] and nothing is sent.
+    ///
+    /// Example: [`Client`].
     pub async fn notify_roots_list_changed(&self) -> Result<()> {
         if self.inner.envelope.is_some() {
             return Err(Error::Unsupported(
@@ -179,6 +199,8 @@ impl Client {
     /// Sets the level of the log messages the server sends. In a session this is
     /// `logging/setLevel`; 2026-07-28 removed it, so there the level is sent with every later
     /// request (`_meta` `io.modelcontextprotocol/logLevel`), which opts in to log messages.
+    ///
+    /// Example: [`Client`].
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
         self.require(self.capabilities().logging.is_some(), "logging")?;
         if let Some(envelope) = &self.inner.envelope {
@@ -194,6 +216,8 @@ impl Client {
     /// `resources/subscribe` (sessionful revisions). Updates arrive as
     /// [`ServerNotification::ResourceUpdated`](super::ServerNotification::ResourceUpdated);
     /// [`Client::subscribe`] delivers them to a subscriber instead, in every revision.
+    ///
+    /// Example: [`Client`].
     pub async fn subscribe_resource(&self, uri: impl Into<String>) -> Result<()> {
         self.require_session(names::RESOURCES_SUBSCRIBE)?;
         self.require(self.can_subscribe(), "resources.subscribe")?;
@@ -211,6 +235,8 @@ impl Client {
     }
 
     /// `resources/unsubscribe` (sessionful revisions).
+    ///
+    /// Example: [`Client`].
     pub async fn unsubscribe_resource(&self, uri: impl Into<String>) -> Result<()> {
         self.require_session(names::RESOURCES_UNSUBSCRIBE)?;
         self.require(self.can_subscribe(), "resources.subscribe")?;
@@ -232,6 +258,8 @@ impl Client {
     /// [`Client::subscribe`]rs). Resolves when the server ends the subscription; drop the future
     /// (or cancel `options.cancel`) to end it. Without a timeout in `options` it waits as long
     /// as the client's maximum request time allows; [`Client::subscribe`] sets none.
+    ///
+    /// Example: [`Client`].
     pub async fn subscriptions_listen(
         &self,
         filter: SubscriptionFilter,
@@ -328,6 +356,8 @@ impl Client {
 
     /// A fresh cached result of `method` with `params` that the server marked `public`
     /// (`cacheScope`), for a layer that serves many callers; `None` if there is none.
+    ///
+    /// Example: [`Client`].
     pub fn cached_public(&self, method: &str, params: &Value) -> Option<Value> {
         let method = cache::cacheable(method)?;
         self.inner
@@ -336,6 +366,8 @@ impl Client {
     }
 
     /// Forgets every cached result (the next request of each kind is sent).
+    ///
+    /// Example: [`Client`].
     pub fn clear_response_cache(&self) {
         self.inner.cache.clear();
     }

@@ -19,6 +19,8 @@ use crate::Result;
 use crate::transport::Transport;
 
 /// How long to wait between connection attempts.
+///
+/// Example: [`Clients`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     /// The first wait. Default 100 ms.
@@ -42,6 +44,8 @@ impl Default for Backoff {
 
 impl Backoff {
     /// The wait before attempt `attempt` (1-based): `initial` doubled each time, capped.
+    ///
+    /// Example: [`Clients`].
     pub fn delay(&self, attempt: u32) -> Duration {
         let factor = 1u32 << attempt.saturating_sub(1).min(20);
         self.initial.saturating_mul(factor).min(self.max)
@@ -49,6 +53,8 @@ impl Backoff {
 }
 
 /// Where a supervised server stands.
+///
+/// Example: [`Clients`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerStatus {
     /// Connecting (the first time, or again).
@@ -80,6 +86,27 @@ struct Supervised {
 
 /// A registry of named, supervised clients. Cheap to clone; dropping the last clone stops
 /// every server it supervises.
+///
+/// # Example
+///
+/// ```no_run
+/// use barrel_mcp::client::{Backoff, Client, Clients};
+/// use barrel_mcp::transport::child::ChildCommand;
+///
+/// # async fn run() -> barrel_mcp::Result<()> {
+/// let clients = Clients::new();
+/// // Reconnected with growing waits whenever the process exits.
+/// clients.start("files", Client::builder(), Backoff::default(), || async {
+///     ChildCommand::new("files-server").spawn()
+/// });
+/// if let Some(files) = clients.connected("files").await {
+///     println!("{} tools", files.list_all_tools().await?.len());
+/// }
+/// println!("{:?}", clients.list());
+/// clients.stop_all().await;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Default)]
 pub struct Clients {
     servers: Arc<Registry>,
@@ -106,6 +133,8 @@ impl std::fmt::Debug for Clients {
 
 impl Clients {
     /// An empty registry.
+    ///
+    /// Example: [`Clients`].
     pub fn new() -> Self {
         Self::default()
     }
@@ -113,6 +142,8 @@ impl Clients {
     /// Starts supervising server `id`: `connect` makes a fresh transport for each attempt and
     /// `builder` connects the client over it. A server already registered under `id` is stopped
     /// first.
+    ///
+    /// Example: [`Clients`].
     pub fn start<F, Fut, T>(
         &self,
         id: impl Into<String>,
@@ -149,12 +180,16 @@ impl Clients {
     }
 
     /// The connected client of server `id`, if it is connected now.
+    ///
+    /// Example: [`Clients`].
     pub fn get(&self, id: &str) -> Option<Client> {
         self.lock().get(id)?.state.borrow().client.clone()
     }
 
     /// Waits until server `id` is connected and returns its client; `None` when it is unknown
     /// or stopped. Cancel-safe.
+    ///
+    /// Example: [`Clients`].
     pub async fn connected(&self, id: &str) -> Option<Client> {
         let mut state = self.lock().get(id)?.state.clone();
         let state = state
@@ -165,11 +200,15 @@ impl Clients {
     }
 
     /// Where server `id` stands.
+    ///
+    /// Example: [`Clients`].
     pub fn status(&self, id: &str) -> Option<ServerStatus> {
         Some(self.lock().get(id)?.state.borrow().status.clone())
     }
 
     /// Every registered server and where it stands, by id.
+    ///
+    /// Example: [`Clients`].
     pub fn list(&self) -> Vec<(String, ServerStatus)> {
         self.lock()
             .iter()
@@ -178,6 +217,8 @@ impl Clients {
     }
 
     /// Stops supervising server `id` and closes its connection; false when it was unknown.
+    ///
+    /// Example: [`Clients`].
     pub async fn stop(&self, id: &str) -> bool {
         let Some(entry) = self.lock().remove(id) else {
             return false;
@@ -188,6 +229,8 @@ impl Clients {
     }
 
     /// Stops every server.
+    ///
+    /// Example: [`Clients`].
     pub async fn stop_all(&self) {
         let entries: Vec<Supervised> = std::mem::take(&mut *self.lock()).into_values().collect();
         for entry in entries {

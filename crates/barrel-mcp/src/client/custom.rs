@@ -14,6 +14,32 @@ impl Client {
     /// (see [`ServerCapabilities::extensions`](crate::types::ServerCapabilities::extensions));
     /// nothing is checked against the capabilities first. A method of the spec is refused ([`Error::Unsupported`]): it has a typed call, whose
     /// checks this would bypass.
+    ///
+    /// # Example
+    ///
+    /// A server answering a method of its own ([`ServerBuilder::request`](crate::server::ServerBuilder::request)),
+    /// and a client calling it:
+    ///
+    /// ```
+    /// use barrel_mcp::server::{Ctx, Server};
+    /// use barrel_mcp::types::ErrorObject;
+    /// use serde_json::{Value, json};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> barrel_mcp::Result<()> {
+    /// let server = Server::builder()
+    ///     .request("com.example/echo", |_: Ctx, params: Value| async move {
+    ///         Ok::<_, ErrorObject>(json!({ "echoed": params }))
+    ///     })
+    ///     .build()?;
+    /// let client = server.connect_local().await?;
+    /// let answer = client.custom_request("com.example/echo", json!({ "x": 1 })).await?;
+    /// assert_eq!(answer["echoed"]["x"], 1);
+    /// // The spec's own methods have typed calls.
+    /// assert!(client.custom_request("tools/list", ()).await.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn custom_request(&self, method: &str, params: impl Serialize) -> Result<Value> {
         refuse_spec_method(method)?;
         let params = match serde_json::to_value(params)? {
@@ -26,6 +52,8 @@ impl Client {
 
     /// Sends a notification the spec does not define (an extension's or the application's
     /// own); a method of the spec is refused as in [`Client::custom_request`].
+    ///
+    /// Example: [`Client::custom_request`].
     pub async fn custom_notification(&self, method: &str, params: Option<Value>) -> Result<()> {
         refuse_spec_method(method)?;
         self.peer().notify(method, params).await

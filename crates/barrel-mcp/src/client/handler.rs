@@ -20,6 +20,8 @@ use super::notification::ServerNotification;
 use crate::peer::BoxFuture;
 
 /// What a [`ClientHandler`] gets with each question from the server.
+///
+/// Example: [`ClientHandler`].
 #[derive(Debug, Clone)]
 pub struct HandlerContext {
     /// Fires when the server cancels the request, the call that needed the input is dropped, or
@@ -135,6 +137,8 @@ pub trait ClientHandler: Send + Sync + 'static {
 }
 
 /// The handler that declares nothing and answers nothing.
+///
+/// Example: [`ClientHandler`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHandler;
 

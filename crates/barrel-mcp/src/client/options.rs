@@ -9,6 +9,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Receives the progress of one call.
+///
+/// Example: [`CallOptions`].
 pub type ProgressCallback = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 
 /// How to make one call; `Default` uses the client's settings.
@@ -56,23 +58,31 @@ impl fmt::Debug for CallOptions {
 
 impl CallOptions {
     /// The client's defaults.
+    ///
+    /// Example: [`CallOptions`].
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Sets the timeout.
+    ///
+    /// Example: [`CallOptions`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
     }
 
     /// Sets the longest total wait.
+    ///
+    /// Example: [`CallOptions`].
     pub fn max_total(mut self, max_total: Duration) -> Self {
         self.max_total = Some(max_total);
         self
     }
 
     /// Calls `callback` with each progress notification, and restarts the timeout on each.
+    ///
+    /// Example: [`CallOptions`].
     pub fn on_progress(
         mut self,
         callback: impl Fn(ProgressParams) + Send + Sync + 'static,
@@ -83,6 +93,8 @@ impl CallOptions {
     }
 
     /// Sends each progress notification to `sender`, and restarts the timeout on each.
+    ///
+    /// Example: [`CallOptions`].
     pub fn progress_channel(self, sender: mpsc::UnboundedSender<ProgressParams>) -> Self {
         self.on_progress(move |p| {
             let _ = sender.send(p);
@@ -90,18 +102,24 @@ impl CallOptions {
     }
 
     /// Whether progress restarts the timeout.
+    ///
+    /// Example: [`CallOptions`].
     pub fn reset_timeout_on_progress(mut self, reset: bool) -> Self {
         self.reset_timeout_on_progress = reset;
         self
     }
 
     /// Cancels the call when `token` fires.
+    ///
+    /// Example: [`CallOptions`].
     pub fn cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
         self
     }
 
     /// Adds `_meta` entries to the request.
+    ///
+    /// Example: [`CallOptions`].
     pub fn meta(mut self, meta: Meta) -> Self {
         self.meta = Some(meta);
         self

@@ -16,6 +16,8 @@ use crate::{Error, Result};
 
 /// A paginated list result: `tools/list`, `resources/list`, `resources/templates/list` or
 /// `prompts/list`.
+///
+/// Example: [`Pager`].
 pub trait Listing: DeserializeOwned + Send + 'static {
     /// The method.
     const METHOD: &'static str;
@@ -61,6 +63,27 @@ listing!(
 listing!(ListPromptsResult, PROMPTS_LIST, Prompt, prompts, prompts);
 
 /// Walks the pages of one listing. Get one with [`Client::pages`].
+///
+/// # Example
+///
+/// ```no_run
+/// use barrel_mcp::client::Client;
+/// use barrel_mcp::types::ListToolsResult;
+///
+/// # async fn run(client: Client) -> barrel_mcp::Result<()> {
+/// // Page by page (a repeated cursor, or more than `max_pages` pages, is an error).
+/// let mut pages = client.pages::<ListToolsResult>();
+/// while let Some(tools) = pages.next_page().await? {
+///     println!("a page of {}", tools.len());
+/// }
+/// // Or everything at once.
+/// let prompts = client.list_all_prompts().await?;
+/// // Or one page from a cursor of your own.
+/// let first = client.list_resources(None).await?;
+/// # let _ = (prompts, first);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Pager<L> {
     client: Client,
@@ -85,6 +108,8 @@ impl<L: Listing> Pager<L> {
     /// [`ClientConfig::max_pages`](super::ClientConfig::max_pages) or a cursor repeats.
     ///
     /// Cancel safety: dropping the future cancels the request; the pager stays on the same page.
+    ///
+    /// Example: [`Pager`].
     pub async fn next_page(&mut self) -> Result<Option<Vec<L::Item>>> {
         if self.done {
             return Ok(None);
@@ -113,6 +138,8 @@ impl<L: Listing> Pager<L> {
     }
 
     /// Every remaining item, page after page.
+    ///
+    /// Example: [`Pager`].
     pub async fn collect_all(mut self) -> Result<Vec<L::Item>> {
         let mut items = Vec::new();
         while let Some(page) = self.next_page().await? {
@@ -124,6 +151,8 @@ impl<L: Listing> Pager<L> {
 
 impl Client {
     /// One page of a listing, from `cursor` (the first page when `None`).
+    ///
+    /// Example: [`Pager`].
     pub async fn list_page<L: Listing>(&self, cursor: Option<String>) -> Result<L> {
         let (advertised, what) = L::advertised(self.capabilities());
         self.require(advertised, what)?;
@@ -140,31 +169,43 @@ impl Client {
     }
 
     /// A pager over every page of a listing.
+    ///
+    /// Example: [`Pager`].
     pub fn pages<L: Listing>(&self) -> Pager<L> {
         Pager::new(self.clone())
     }
 
     /// One page of `tools/list`.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_tools(&self, cursor: Option<String>) -> Result<ListToolsResult> {
         self.list_page(cursor).await
     }
 
     /// Every tool, across pages.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>> {
         self.pages::<ListToolsResult>().collect_all().await
     }
 
     /// One page of `resources/list`.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<ListResourcesResult> {
         self.list_page(cursor).await
     }
 
     /// Every resource, across pages.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_all_resources(&self) -> Result<Vec<Resource>> {
         self.pages::<ListResourcesResult>().collect_all().await
     }
 
     /// One page of `resources/templates/list`.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_resource_templates(
         &self,
         cursor: Option<String>,
@@ -173,6 +214,8 @@ impl Client {
     }
 
     /// Every resource template, across pages.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
         self.pages::<ListResourceTemplatesResult>()
             .collect_all()
@@ -180,11 +223,15 @@ impl Client {
     }
 
     /// One page of `prompts/list`.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult> {
         self.list_page(cursor).await
     }
 
     /// Every prompt, across pages.
+    ///
+    /// Example: [`Pager`].
     pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>> {
         self.pages::<ListPromptsResult>().collect_all().await
     }

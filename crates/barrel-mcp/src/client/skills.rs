@@ -23,6 +23,8 @@ use crate::{Error, Result};
 
 impl Client {
     /// True when the server declares the skills extension.
+    ///
+    /// Example: [`LoadedSkill`].
     pub fn supports_skills(&self) -> bool {
         self.skills_settings().is_some()
     }
@@ -45,6 +47,8 @@ impl Client {
     }
 
     /// `skills/list`: one page of skill entries.
+    ///
+    /// Example: [`LoadedSkill`].
     pub async fn list_skills(&self, cursor: Option<String>) -> Result<ListSkillsResult> {
         self.require_skills()?;
         let params = serde_json::to_value(ListSkillsParams { cursor, meta: None })?;
@@ -56,6 +60,8 @@ impl Client {
     /// [`ClientConfig::max_pages`](super::ClientConfig::max_pages); a repeated cursor is an
     /// error. The listing may be partial: a skill missing from it can still be had with
     /// [`Client::get_skill`].
+    ///
+    /// Example: [`LoadedSkill`].
     pub async fn list_all_skills(&self) -> Result<Vec<SkillEntry>> {
         let mut skills = Vec::new();
         let mut cursor = None;
@@ -82,6 +88,8 @@ impl Client {
     }
 
     /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`, listed or not.
+    ///
+    /// Example: [`LoadedSkill`].
     pub async fn get_skill(&self, uri: &str) -> Result<SkillEntry> {
         self.require_skills()?;
         let params = serde_json::to_value(GetSkillParams {
@@ -96,6 +104,8 @@ impl Client {
 
     /// `resources/directory/read`: one page of a directory's direct children. Refused before
     /// sending unless the server declares `directoryRead: true`.
+    ///
+    /// Example: [`LoadedSkill`].
     pub async fn read_directory(
         &self,
         uri: &str,
@@ -121,6 +131,8 @@ impl Client {
     }
 
     /// Loads the skill `entry` describes, with the default [`SkillPolicy`].
+    ///
+    /// Example: [`LoadedSkill`].
     pub async fn load_skill(&self, entry: &SkillEntry) -> Result<LoadedSkill> {
         self.load_skill_with(entry, SkillPolicy::default()).await
     }
@@ -128,6 +140,8 @@ impl Client {
     /// Loads a skill: checks the entry (its shape, completeness and the policy's limits), then
     /// fetches its `SKILL.md` alone and verifies its size, digest and front matter against the
     /// entry. Any mismatch is [`Error::Verification`], and nothing is returned.
+    ///
+    /// Example: [`LoadedSkill`].
     pub async fn load_skill_with(
         &self,
         entry: &SkillEntry,
@@ -167,6 +181,23 @@ impl Client {
 }
 
 /// A skill loaded and verified: its entry, its `SKILL.md`, and a way to read its other files.
+///
+/// # Example
+///
+/// ```no_run
+/// use barrel_mcp::client::Client;
+///
+/// # async fn run(client: Client) -> barrel_mcp::Result<()> {
+/// if !client.supports_skills() {
+///     return Ok(());
+/// }
+/// for entry in client.list_all_skills().await? {
+///     let skill = client.load_skill(&entry).await?;
+///     println!("{}: {} bytes of instructions", skill.name(), skill.body().len());
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct LoadedSkill {
     client: Client,
@@ -180,31 +211,43 @@ pub struct LoadedSkill {
 
 impl LoadedSkill {
     /// The entry the skill was loaded from (what every read is verified against).
+    ///
+    /// Example: [`LoadedSkill`].
     pub fn entry(&self) -> &SkillEntry {
         &self.entry
     }
 
     /// The skill's name.
+    ///
+    /// Example: [`LoadedSkill`].
     pub fn name(&self) -> &str {
         self.entry.name().unwrap_or_default()
     }
 
     /// The verified `SKILL.md`, front matter included.
+    ///
+    /// Example: [`LoadedSkill`].
     pub fn skill_md(&self) -> &str {
         &self.skill_md
     }
 
     /// The `SKILL.md` after its front matter.
+    ///
+    /// Example: [`LoadedSkill`].
     pub fn body(&self) -> &str {
         body_of(&self.skill_md)
     }
 
     /// The front matter, as read from the `SKILL.md` (equal to the entry's).
+    ///
+    /// Example: [`LoadedSkill`].
     pub fn frontmatter(&self) -> &JsonObject {
         &self.frontmatter
     }
 
     /// The files the entry lists (none for a dynamic skill).
+    ///
+    /// Example: [`LoadedSkill`].
     pub fn files(&self) -> &[SkillFile] {
         self.entry.resources.files()
     }
@@ -212,6 +255,8 @@ impl LoadedSkill {
     /// Reads a file of the skill, named by its path relative to the skill's root
     /// (`references/FORMS.md`) or by its full URI, and verifies it. A file the entry does not
     /// list is [`Error::Verification`] without being fetched.
+    ///
+    /// Example: [`LoadedSkill`].
     pub async fn read(&self, path: &str) -> Result<Vec<u8>> {
         let root = self.entry.root().unwrap_or_default();
         let uri = if path.contains("://") {

@@ -22,6 +22,22 @@ use crate::{Error, Result};
 
 /// The updates of one resource. Dropping it ends a 2026-07-28 subscription; in a session call
 /// [`Client::unsubscribe_resource`] to stop the server sending them.
+///
+/// # Example
+///
+/// ```no_run
+/// use barrel_mcp::client::Client;
+/// use barrel_mcp::types::ReadResourceParams;
+///
+/// # async fn run(client: Client) -> barrel_mcp::Result<()> {
+/// let mut updates = client.subscribe("file:///notes.md").await?;
+/// while let Some(update) = updates.next().await {
+///     let fresh = client.read_resource(ReadResourceParams::new(update.uri)).await?;
+///     println!("{} changed: {} contents", updates.uri(), fresh.contents.len());
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct ResourceSubscription {
     uri: String,
@@ -46,6 +62,8 @@ impl Drop for AbortOnDrop {
 
 impl ResourceSubscription {
     /// The subscribed URI.
+    ///
+    /// Example: [`ResourceSubscription`].
     pub fn uri(&self) -> &str {
         &self.uri
     }
@@ -55,6 +73,8 @@ impl ResourceSubscription {
     /// kept), which loses nothing a reader needs: each says only "read it again".
     ///
     /// Cancel-safe.
+    ///
+    /// Example: [`ResourceSubscription`].
     pub async fn next(&mut self) -> Option<ResourceUpdatedParams> {
         loop {
             if self.ended {
@@ -105,6 +125,8 @@ impl Client {
     /// Subscribes to the updates of the resource at `uri`, in any revision. Fails when the
     /// server does not advertise `resources.subscribe`, or (2026-07-28) when the server ends
     /// the listen request before acknowledging it.
+    ///
+    /// Example: [`ResourceSubscription`].
     pub async fn subscribe(&self, uri: impl Into<String>) -> Result<ResourceSubscription> {
         let uri = uri.into();
         self.require(self.can_subscribe(), "resources.subscribe")?;

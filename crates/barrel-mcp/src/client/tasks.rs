@@ -36,6 +36,8 @@ const UNBOUNDED_TASK_WAIT: Duration = Duration::from_secs(3600);
 const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(20), Duration::from_secs(30));
 
 /// What a task call started.
+///
+/// Example: [`TaskHandle`].
 #[derive(Debug, Clone)]
 pub enum ToolTask {
     /// The server runs the call as a task.
@@ -55,6 +57,31 @@ enum Form {
 
 /// A task this client started: its status, its result, its cancellation (see the module docs
 /// for each wire form).
+///
+/// # Example
+///
+/// ```no_run
+/// use barrel_mcp::client::{Client, ToolTask};
+/// use barrel_mcp::types::CallToolParams;
+///
+/// # async fn run(client: Client) -> barrel_mcp::Result<()> {
+/// if !client.supports_tool_tasks() {
+///     return Ok(());
+/// }
+/// match client.start_tool_task(CallToolParams::new("report"), None).await? {
+///     ToolTask::Started(task) => {
+///         println!("task {}: {:?}", task.id(), task.status().await?.status);
+///         let result = task.result_with(|now| println!("now {:?}", now.status)).await?;
+///         println!("{}", result.text_content());
+///     }
+///     ToolTask::Finished(result) => println!("answered at once: {}", result.text_content()),
+/// }
+/// // Or all in one call, as `call_tool` would.
+/// let result = client.call_tool_as_task(CallToolParams::new("report")).await?;
+/// # let _ = result;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct TaskHandle {
     client: Client,
@@ -64,17 +91,23 @@ pub struct TaskHandle {
 
 impl TaskHandle {
     /// The task id.
+    ///
+    /// Example: [`TaskHandle`].
     pub fn id(&self) -> &str {
         &self.task.task_id
     }
 
     /// The task as the server described it when it was created (in 2026-07-28, `ttlMs` and
     /// `pollIntervalMs` read into `ttl` and `poll_interval`).
+    ///
+    /// Example: [`TaskHandle`].
     pub fn task(&self) -> &Task {
         &self.task
     }
 
     /// The task as it stands now (`tasks/get`).
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn status(&self) -> Result<Task> {
         match self.form {
             Form::Core => {
@@ -88,12 +121,16 @@ impl TaskHandle {
 
     /// Waits until the task ends and returns its result: the tool's result, the JSON-RPC error
     /// the task failed with ([`Error::Rpc`]), or [`Error::Cancelled`] for a cancelled task.
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn result(&self) -> Result<CallToolResult> {
         self.result_with(|_| {}).await
     }
 
     /// [`TaskHandle::result`], calling `on_change` with the task whenever its status or status
     /// message changes (polled at the server's interval).
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn result_with(
         &self,
         mut on_change: impl FnMut(&Task) + Send,
@@ -112,6 +149,8 @@ impl TaskHandle {
 
     /// Answers questions the task asked (2026-07-28 `tasks/update`, by `inputRequests` key).
     /// [`TaskHandle::result`] does this itself through the client's handler.
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn update(&self, responses: InputResponses) -> Result<()> {
         if self.form == Form::Core {
             return Err(Error::Unsupported(
@@ -127,6 +166,8 @@ impl TaskHandle {
     }
 
     /// Cancels the task (`tasks/cancel`) and returns it as it then stands.
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn cancel(&self) -> Result<Task> {
         match self.form {
             Form::Core => {
@@ -279,6 +320,8 @@ fn extension_task(value: &Value) -> Result<Task> {
 impl Client {
     /// True when the server runs `tools/call` as tasks: 2025-11-25 `tasks.requests.tools.call`,
     /// or the 2026-07-28 tasks extension.
+    ///
+    /// Example: [`TaskHandle`].
     pub fn supports_tool_tasks(&self) -> bool {
         let capabilities = self.capabilities();
         if self.is_modern() {
@@ -296,6 +339,8 @@ impl Client {
 
     /// Calls a tool as a task, kept by the server for `ttl` (or its default; 2025-11-25 only:
     /// a 2026-07-28 server picks the TTL).
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn start_tool_task(
         &self,
         params: CallToolParams,
@@ -328,6 +373,8 @@ impl Client {
     }
 
     /// Calls a tool as a task and waits for its result.
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn call_tool_as_task(&self, params: CallToolParams) -> Result<CallToolResult> {
         match self.start_tool_task(params, None).await? {
             ToolTask::Started(handle) => handle.result().await,
@@ -337,6 +384,8 @@ impl Client {
 
     /// A handle to the task `id` this client's principal (or, in 2025-11-25, its session)
     /// created earlier, as it stands now (`tasks/get`).
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn task(&self, id: &str) -> Result<TaskHandle> {
         let params = json!({ "taskId": id });
         let (task, form) = if self.is_modern() {
@@ -360,6 +409,8 @@ impl Client {
 
     /// The tasks this client created that the server still keeps, a page at a time
     /// (`tasks/list`, 2025-11-25: the extension has no list).
+    ///
+    /// Example: [`TaskHandle`].
     pub async fn list_tasks(&self, cursor: Option<String>) -> Result<ListTasksResult> {
         self.require_session("tasks/list")?;
         let params = match cursor {

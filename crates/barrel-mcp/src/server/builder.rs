@@ -27,6 +27,66 @@ use crate::Error;
 
 /// Builds a [`Server`]. Definitions are checked at [`ServerBuilder::build`]: the first invalid
 /// one (a bad tool name, a schema that does not compile, a malformed URI template) is the error.
+///
+/// # Example
+///
+/// Every kind of definition, then local calls (no transport) that use them:
+///
+/// ```
+/// use barrel_mcp::server::{Completer, Ctx, Json, ResourceRequest, Server};
+/// use barrel_mcp::types::{
+///     GetPromptResult, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
+///     ResourceTemplate,
+/// };
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+/// use serde_json::json;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddArgs { a: f64, b: f64 }
+///
+/// #[derive(Serialize, JsonSchema)]
+/// struct Sum { sum: f64 }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> barrel_mcp::Result<()> {
+/// let server = Server::builder()
+///     .name("demo", "0.1.0")
+///     .instructions("Adds numbers and greets people.")
+///     // Typed arguments and a structured result: both schemas are derived from the types.
+///     .tool("add", "Add two numbers", |_: Ctx, args: AddArgs| async move {
+///         Ok(Json(Sum { sum: args.a + args.b }))
+///     })
+///     .text_resource(Resource::new("demo://readme", "readme"), "# demo")
+///     // The untyped forms: template variables and prompt arguments as string maps (see
+///     // `typed_template` and `typed_prompt` for structs).
+///     .resource_template(
+///         ResourceTemplate::new("demo://notes/{id}", "note"),
+///         |_: Ctx, request: ResourceRequest| async move {
+///             let id = request.variables.get("id").cloned().unwrap_or_default();
+///             Ok(vec![ResourceContents::text(request.uri, format!("Note {id}"))])
+///         },
+///     )
+///     .prompt(
+///         Prompt::new("greet").with_arguments(vec![PromptArgument::new("name").required()]),
+///         |_: Ctx, arguments| async move {
+///             let name = arguments.get("name").cloned().unwrap_or_default();
+///             let text = format!("Greet {name}.");
+///             Ok(GetPromptResult::new(vec![PromptMessage::user(text)]))
+///         },
+///     )
+///     .complete_prompt_argument("greet", "name", Completer::values(["Ada", "Alan"]))
+///     .build()?;
+///
+/// let sum = server.call_tool("add", json!({ "a": 2, "b": 3 })).await?;
+/// assert_eq!(sum.structured_content, Some(json!({ "sum": 5.0 })));
+/// let note = server.read_resource("demo://notes/7").await?;
+/// assert_eq!(note.contents, [ResourceContents::text("demo://notes/7", "Note 7")]);
+/// let greeting = server.get_prompt("greet", [("name", "Ada")]).await?;
+/// assert_eq!(greeting.messages, [PromptMessage::user("Greet Ada.")]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Default)]
 pub struct ServerBuilder {
     info: Option<Implementation>,
@@ -48,30 +108,40 @@ impl std::fmt::Debug for ServerBuilder {
 
 impl ServerBuilder {
     /// The server's name and version (`serverInfo`).
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.info = Some(Implementation::new(name, version));
         self
     }
 
     /// The server's full self-description (title, icons, website, ...).
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn info(mut self, info: Implementation) -> Self {
         self.info = Some(info);
         self
     }
 
     /// Instructions for the client's model on how to use this server.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
         self
     }
 
     /// Where tasks are kept (default: a `MemoryTaskStore` with the configured task limits).
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn task_store(mut self, store: impl crate::task::TaskStore) -> Self {
         self.task_store = Some(Arc::new(store));
         self
     }
 
     /// Limits and defaults.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn config(mut self, config: ServerConfig) -> Self {
         self.config = config;
         self
@@ -79,6 +149,8 @@ impl ServerBuilder {
 
     /// The key that seals `requestState` (at least 32 bytes). Servers behind a load balancer
     /// must share it; by default each server draws a random one.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn request_state_key(mut self, key: &[u8]) -> Self {
         self.state_key = Some(key.to_vec());
         self
@@ -86,6 +158,8 @@ impl ServerBuilder {
 
     /// Adds a tool with typed arguments: its `inputSchema` comes from `A`, its `outputSchema`
     /// from the return type (see [`super::Json`]).
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn tool<A, R, F, Fut>(self, name: &str, description: &str, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -103,6 +177,8 @@ impl ServerBuilder {
 
     /// Adds a tool from a full definition (title, annotations, icons, `_meta`, ...). An empty
     /// `inputSchema` is derived from `A`, a missing `outputSchema` from the return type.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn tool_with<A, R, F, Fut>(self, mut tool: Tool, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
@@ -120,6 +196,8 @@ impl ServerBuilder {
     }
 
     /// Adds a tool whose handler takes the raw JSON arguments.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn raw_tool(mut self, tool: Tool, handler: ToolHandler) -> Self {
         match ToolEntry::new(tool, handler) {
             Ok(entry) => self.registry.tools.insert(Arc::new(entry)),
@@ -133,12 +211,16 @@ impl ServerBuilder {
     /// request, so the handler can first gather input in `input_required` rounds (what the
     /// tasks extension recommends for input needed before the work starts). The tool must take
     /// tasks (`execution.taskSupport`); without this, its task starts at once.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn task_starts_in_handler(mut self, name: &str) -> Self {
         self.registry.deferred_tasks.insert(name.to_owned());
         self
     }
 
     /// Adds a resource read by `handler`.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn resource<F, Fut>(mut self, resource: Resource, handler: F) -> Self
     where
         F: Fn(Ctx, ResourceRequest) -> Fut + Send + Sync + 'static,
@@ -152,6 +234,8 @@ impl ServerBuilder {
     }
 
     /// Adds a resource with fixed text.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn text_resource(self, resource: Resource, text: impl Into<String>) -> Self {
         let contents = ResourceContents::Text(TextResourceContents {
             uri: resource.uri.clone(),
@@ -165,6 +249,8 @@ impl ServerBuilder {
     }
 
     /// Adds a resource template (RFC 6570); `handler` gets the variables matched in the URI.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn resource_template<F, Fut>(mut self, template: ResourceTemplate, handler: F) -> Self
     where
         F: Fn(Ctx, ResourceRequest) -> Fut + Send + Sync + 'static,
@@ -178,6 +264,8 @@ impl ServerBuilder {
     }
 
     /// Adds a prompt; required arguments are checked before `handler` runs.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn prompt<F, Fut>(mut self, prompt: Prompt, handler: F) -> Self
     where
         F: Fn(Ctx, PromptArguments) -> Fut + Send + Sync + 'static,
@@ -286,6 +374,8 @@ impl ServerBuilder {
     }
 
     /// Completes the argument `argument` of the prompt `prompt`.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn complete_prompt_argument(
         mut self,
         prompt: &str,
@@ -299,6 +389,8 @@ impl ServerBuilder {
     }
 
     /// Completes the variable `variable` of the resource template `template`.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn complete_template_variable(
         mut self,
         template: &str,
@@ -316,6 +408,8 @@ impl ServerBuilder {
     /// `initialize` for the revisions that carry extensions. An empty object declares support
     /// with no optional features. Declaring an extension does not implement it: add its
     /// methods with [`ServerBuilder::request`].
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn extension(mut self, id: impl Into<String>, settings: JsonObject) -> Self {
         let id = id.into();
         if id.is_empty() {
@@ -362,6 +456,8 @@ impl ServerBuilder {
     /// Handles a notification the spec does not define (an extension's or the application's
     /// own) sent by clients in a session or over stdio; its work runs on a task of its own. A
     /// spec notification is refused at [`ServerBuilder::build`].
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn notification<F, Fut>(mut self, method: &str, handler: F) -> Self
     where
         F: Fn(Option<Value>) -> Fut + Send + Sync + 'static,
@@ -385,6 +481,8 @@ impl ServerBuilder {
     }
 
     /// Checks every definition and builds the server.
+    ///
+    /// Example: [`ServerBuilder`].
     pub fn build(self) -> Result<Server, Error> {
         if let Some(error) = self.error {
             return Err(error);

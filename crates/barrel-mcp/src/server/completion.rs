@@ -7,6 +7,8 @@ use std::sync::Arc;
 use crate::peer::BoxFuture;
 
 /// What a completer is asked to complete.
+///
+/// Example: [`Completer`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CompletionRequest {
     /// The argument or template variable being completed.
@@ -21,11 +23,34 @@ type CompleteFn =
     dyn Fn(CompletionRequest) -> BoxFuture<'static, crate::Result<Vec<String>>> + Send + Sync;
 
 /// Suggests values for one prompt argument or template variable.
+///
+/// # Example
+///
+/// ```
+/// use barrel_mcp::server::{Completer, CompletionRequest, Server};
+///
+/// # fn main() -> barrel_mcp::Result<()> {
+/// let server = Server::builder()
+///     .complete_prompt_argument("greet", "style", Completer::values(["formal", "friendly"]))
+///     .complete_template_variable(
+///         "demo://notes/{id}",
+///         "id",
+///         Completer::new(|request: CompletionRequest| async move {
+///             Ok((1..=3).map(|n| format!("{}{n}", request.value)).collect())
+///         }),
+///     )
+///     .build()?;
+/// # let _ = server;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Completer(Arc<CompleteFn>);
 
 impl Completer {
     /// A completer from an async function returning suggestions (at most 100 are sent).
+    ///
+    /// Example: [`Completer`].
     pub fn new<F, Fut>(f: F) -> Self
     where
         F: Fn(CompletionRequest) -> Fut + Send + Sync + 'static,
@@ -35,6 +60,8 @@ impl Completer {
     }
 
     /// A completer over a fixed list: the values that start with what was typed, ignoring case.
+    ///
+    /// Example: [`Completer`].
     pub fn values<I, S>(values: I) -> Self
     where
         I: IntoIterator<Item = S>,

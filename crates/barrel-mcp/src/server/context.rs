@@ -57,6 +57,8 @@ pub(crate) fn log_params(
 }
 
 /// A question with a name, from [`Ctx::input_key`].
+///
+/// Example: [`Ctx`].
 #[derive(Debug)]
 pub struct KeyedInput<'a> {
     ctx: &'a Ctx,
@@ -65,12 +67,16 @@ pub struct KeyedInput<'a> {
 
 impl KeyedInput<'_> {
     /// [`Ctx::elicit`] under this key.
+    ///
+    /// Example: [`Ctx`].
     pub async fn elicit(&self, params: ElicitRequestParams) -> crate::Result<ElicitResult> {
         let request = InputRequest::Elicit(params);
         self.ctx.ask_typed(Some(&self.key), request).await
     }
 
     /// [`Ctx::create_message`] under this key.
+    ///
+    /// Example: [`Ctx`].
     pub async fn create_message(
         &self,
         params: CreateMessageParams,
@@ -80,12 +86,16 @@ impl KeyedInput<'_> {
     }
 
     /// [`Ctx::list_roots`] under this key.
+    ///
+    /// Example: [`Ctx`].
     pub async fn list_roots(&self) -> crate::Result<ListRootsResult> {
         let request = InputRequest::ListRoots;
         self.ctx.ask_typed(Some(&self.key), request).await
     }
 
     /// [`Ctx::input`] under this key.
+    ///
+    /// Example: [`Ctx`].
     pub async fn input(&self, request: InputRequest) -> crate::Result<Value> {
         self.ctx.ask(Some(&self.key), request).await
     }
@@ -111,6 +121,46 @@ impl Scope {
 }
 
 /// A handler's view of its request. Cheap to clone.
+///
+/// # Example
+///
+/// A tool that reports progress, logs, stops when cancelled, and keeps its session for later:
+///
+/// ```
+/// use barrel_mcp::server::{Ctx, Server};
+/// use barrel_mcp::types::LoggingLevel;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Steps { steps: u32 }
+///
+/// async fn countdown(ctx: Ctx, args: Steps) -> barrel_mcp::Result<String> {
+///     for step in 1..=args.steps {
+///         if ctx.is_cancelled() {
+///             return Ok(format!("stopped at {step}"));
+///         }
+///         let total = Some(f64::from(args.steps));
+///         ctx.progress(f64::from(step), total, Some("counting")).await?;
+///     }
+///     ctx.log(LoggingLevel::Info, "counted down").await?;
+///     // In a session (not in 2026-07-28) a background task may keep this.
+///     let _kept = ctx.session();
+///     Ok(format!("done ({})", ctx.protocol_version()))
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> barrel_mcp::Result<()> {
+/// let server = Server::builder().tool("countdown", "Count down", countdown).build()?;
+/// let result = server.call_tool("countdown", serde_json::json!({ "steps": 3 })).await?;
+/// assert!(result.text_content().starts_with("done"));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Asking the client for input ([`Ctx::elicit`], [`Ctx::create_message`],
+/// [`Ctx::list_roots`]) is shown in `examples/everything_http.rs`; with a named key, on
+/// [`Ctx::input_key`].
 #[derive(Clone)]
 pub struct Ctx {
     inner: Arc<Inner>,
@@ -198,6 +248,8 @@ impl Ctx {
     /// request (gathering input in `input_required` rounds, say) until it calls this.
     ///
     /// [`ServerBuilder::task_starts_in_handler`]: super::ServerBuilder::task_starts_in_handler
+    ///
+    /// Example: [`Ctx`].
     pub async fn start_task(&self) -> crate::Result<bool> {
         match &self.inner.task {
             Some(slot) => slot.start().await,
@@ -206,26 +258,36 @@ impl Ctx {
     }
 
     /// The JSON-RPC id of the request being handled.
+    ///
+    /// Example: [`Ctx`].
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id
     }
 
     /// The request's `_meta`.
+    ///
+    /// Example: [`Ctx`].
     pub fn meta(&self) -> &Meta {
         &self.inner.meta
     }
 
     /// The protocol revision of this request.
+    ///
+    /// Example: [`Ctx`].
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.inner.scope.version
     }
 
     /// What the client declared it can do.
+    ///
+    /// Example: [`Ctx`].
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.inner.scope.client_capabilities
     }
 
     /// The client's self-description, when it gave one.
+    ///
+    /// Example: [`Ctx`].
     pub fn client_info(&self) -> Option<&Implementation> {
         self.inner.scope.client_info.as_deref()
     }
@@ -234,12 +296,16 @@ impl Ctx {
     /// and legacy HTTP+SSE) when the server authenticates requests
     /// (`HttpConfig::auth`, feature `auth`); `None` over stdio, where the
     /// process's environment is the credential, and for anonymous callers.
+    ///
+    /// Example: [`Ctx`].
     pub fn auth(&self) -> Option<&AuthInfo> {
         self.inner.caller.as_deref().and_then(Caller::auth)
     }
 
     /// The head of the HTTP request that carried this request (headers, URI, and the extensions
     /// of any layer in front of the router); `None` on other transports.
+    ///
+    /// Example: [`Ctx`].
     #[cfg(feature = "http-server")]
     pub fn http_request(&self) -> Option<&http::request::Parts> {
         self.inner.caller.as_deref().and_then(Caller::http_request)
@@ -248,6 +314,8 @@ impl Ctx {
     /// The session this request belongs to, as a handle that may outlive the handler (to log,
     /// report progress, notify list changes or ask the client from a background task); `None`
     /// in 2026-07-28, which has no sessions (see [`SessionHandle`]).
+    ///
+    /// Example: [`Ctx`].
     pub fn session(&self) -> Option<SessionHandle> {
         let session = self.inner.scope.session.as_ref()?;
         Some(SessionHandle::new(
@@ -259,26 +327,36 @@ impl Ctx {
 
     /// The id of the session this request belongs to ([`Server::session`] finds it); `None`
     /// in 2026-07-28.
+    ///
+    /// Example: [`Ctx`].
     pub fn session_id(&self) -> Option<&str> {
         self.inner.scope.session.as_deref().map(|s| s.id.as_str())
     }
 
     /// The server handling the request (to add tools, notify updates, ...).
+    ///
+    /// Example: [`Ctx`].
     pub fn server(&self) -> &Server {
         &self.inner.server
     }
 
     /// True once the client cancelled the request (or the connection ended).
+    ///
+    /// Example: [`Ctx`].
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancel.is_cancelled()
     }
 
     /// Resolves when the request is cancelled. Cancel-safe.
+    ///
+    /// Example: [`Ctx`].
     pub async fn cancelled(&self) {
         self.inner.cancel.cancelled().await;
     }
 
     /// The request's cancellation token, to hand to other tasks.
+    ///
+    /// Example: [`Ctx`].
     pub fn cancellation_token(&self) -> CancellationToken {
         self.inner.cancel.clone()
     }
@@ -286,6 +364,8 @@ impl Ctx {
     /// Reports progress, when the client asked for it with a `progressToken`; a no-op otherwise
     /// and after cancellation. Progress sent before the handler returns reaches the client before
     /// the result.
+    ///
+    /// Example: [`Ctx`].
     pub async fn progress(
         &self,
         progress: f64,
@@ -317,11 +397,15 @@ impl Ctx {
     /// Sends a log message (`notifications/message`) when the client wants this level: in a
     /// session, at or above the level set with `logging/setLevel` (everything until it is set);
     /// in 2026-07-28, at or above the request's `logLevel`, and nothing without one.
+    ///
+    /// Example: [`Ctx`].
     pub async fn log(&self, level: LoggingLevel, data: impl Serialize) -> crate::Result<()> {
         self.log_with_logger(level, None, data).await
     }
 
     /// [`Ctx::log`] naming a logger.
+    ///
+    /// Example: [`Ctx`].
     pub async fn log_with_logger(
         &self,
         level: LoggingLevel,
@@ -351,11 +435,15 @@ impl Ctx {
     ///
     /// In 2026-07-28 this ends the round when the answer is not there yet: pass the error on
     /// with `?` and the handler runs again when the client retries with the answer.
+    ///
+    /// Example: [`Ctx`].
     pub async fn elicit(&self, params: ElicitRequestParams) -> crate::Result<ElicitResult> {
         self.ask_typed(None, InputRequest::Elicit(params)).await
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
+    ///
+    /// Example: [`Ctx`].
     pub async fn create_message(
         &self,
         params: CreateMessageParams,
@@ -365,12 +453,16 @@ impl Ctx {
     }
 
     /// Asks the client for its roots (`roots/list`).
+    ///
+    /// Example: [`Ctx`].
     pub async fn list_roots(&self) -> crate::Result<ListRootsResult> {
         self.ask_typed(None, InputRequest::ListRoots).await
     }
 
     /// Asks the client for any kind of input and returns the raw answer. The typed calls above
     /// are built on this one.
+    ///
+    /// Example: [`Ctx`].
     pub async fn input(&self, request: InputRequest) -> crate::Result<Value> {
         self.ask(None, request).await
     }
@@ -380,6 +472,8 @@ impl Ctx {
     /// `ClientHandler::on_request` answers it. Only in a session: 2026-07-28 servers send no
     /// requests ([`Error::Unsupported`]), and a method of the spec is refused too (it has its
     /// own call).
+    ///
+    /// Example: [`Ctx`].
     pub async fn custom_request(
         &self,
         method: &str,
@@ -401,6 +495,8 @@ impl Ctx {
 
     /// Sends the client a notification the spec does not define, with this request (on its
     /// stream over HTTP); a method of the spec is refused.
+    ///
+    /// Example: [`Ctx`].
     pub async fn custom_notification(
         &self,
         method: &str,

@@ -6,6 +6,19 @@
 //! next page starts, and [`paginate`] checks it against the list it is given. Every way a cursor
 //! can be wrong is a [`CursorError`], which the server answers with JSON-RPC -32602
 //! ("invalid cursor").
+//!
+//! ```
+//! use barrel_mcp::server::cursor::{CursorError, paginate};
+//!
+//! let items = ["a", "b", "c"];
+//! let (first, next) = paginate(&items, None, 2, 7).expect("the first page");
+//! assert_eq!(first, ["a", "b"]);
+//! let (rest, end) = paginate(&items, next.as_deref(), 2, 7).expect("the second page");
+//! assert_eq!((rest.as_slice(), end), (&["c"][..], None));
+//! // The list changed (another fingerprint): the old cursor is refused.
+//! assert_eq!(paginate(&items, next.as_deref(), 2, 8), Err(CursorError::Stale));
+//! assert_eq!(paginate(&items, Some("forged"), 2, 7), Err(CursorError::Malformed));
+//! ```
 
 #[cfg(test)]
 mod tests;
@@ -14,12 +27,16 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// The longest cursor [`decode_cursor`] looks at, in bytes.
+///
+/// Example: [the module's](crate::server::cursor).
 pub const MAX_CURSOR_LEN: usize = 256;
 
 /// The version tag inside a cursor.
 const TAG: &str = "c1";
 
 /// A decoded cursor.
+///
+/// Example: [the module's](crate::server::cursor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
     /// Index of the first item of the page the cursor asks for.
@@ -29,6 +46,8 @@ pub struct Cursor {
 }
 
 /// Why a cursor was refused.
+///
+/// Example: [the module's](crate::server::cursor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CursorError {
@@ -44,11 +63,15 @@ pub enum CursorError {
 }
 
 /// Encodes a cursor for the page starting at `offset` of the list with `fingerprint`.
+///
+/// Example: [the module's](crate::server::cursor).
 pub fn encode_cursor(offset: usize, fingerprint: u64) -> String {
     URL_SAFE_NO_PAD.encode(format!("{TAG}:{offset}:{fingerprint}"))
 }
 
 /// Decodes a cursor made by [`encode_cursor`]. Never panics on any input.
+///
+/// Example: [the module's](crate::server::cursor).
 pub fn decode_cursor(cursor: &str) -> Result<Cursor, CursorError> {
     if cursor.len() > MAX_CURSOR_LEN {
         return Err(CursorError::Malformed);
@@ -86,6 +109,8 @@ fn parse_digits<T: std::str::FromStr>(text: &str) -> Result<T, CursorError> {
 /// page (0 means everything), and `fingerprint` identifies the current state of the list. Returns
 /// the page and the cursor of the next one, `None` on the last page. A cursor that does not
 /// decode, was issued for another fingerprint, or points past the end is an error.
+///
+/// Example: [the module's](crate::server::cursor).
 pub fn paginate<T: Clone>(
     items: &[T],
     cursor: Option<&str>,

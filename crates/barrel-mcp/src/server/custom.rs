@@ -28,11 +28,15 @@ type RequestFn = dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, ErrorObj
 
 /// A custom request's handler, erased: it gets the request's [`Ctx`] and its params (`{}` when
 /// absent) and returns the result object, or the JSON-RPC error to answer with.
+///
+/// Example: [`ServerBuilder::request`](super::ServerBuilder::request).
 #[derive(Clone)]
 pub struct RequestHandler(Arc<RequestFn>);
 
 impl RequestHandler {
     /// A handler from an async function.
+    ///
+    /// Example: [`ServerBuilder::request`](super::ServerBuilder::request).
     pub fn new<F, Fut>(f: F) -> Self
     where
         F: Fn(Ctx, Value) -> Fut + Send + Sync + 'static,

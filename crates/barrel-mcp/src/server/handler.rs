@@ -30,11 +30,15 @@ type PromptFn = dyn Fn(Ctx, PromptArguments) -> BoxFuture<'static, crate::Result
     + Sync;
 
 /// A tool's handler, erased.
+///
+/// Example: [`ServerBuilder`](super::ServerBuilder).
 #[derive(Clone)]
 pub struct ToolHandler(pub(crate) Arc<ToolFn>);
 
 impl ToolHandler {
     /// A handler over raw JSON arguments.
+    ///
+    /// Example: [`ServerBuilder`](super::ServerBuilder).
     pub fn raw<F, Fut, R>(f: F) -> Self
     where
         F: Fn(Ctx, JsonObject) -> Fut + Send + Sync + 'static,
@@ -49,6 +53,8 @@ impl ToolHandler {
 
     /// A handler over typed arguments, decoded from the JSON arguments with serde. Arguments
     /// that do not decode give an `isError` result naming the problem.
+    ///
+    /// Example: [`ServerBuilder`](super::ServerBuilder).
     pub fn typed<A, F, Fut, R>(f: F) -> Self
     where
         A: DeserializeOwned + Send + 'static,
@@ -76,6 +82,8 @@ impl std::fmt::Debug for ToolHandler {
 }
 
 /// What a resource handler is asked to read.
+///
+/// Example: [`ServerBuilder`](super::ServerBuilder).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceRequest {
     /// The URI the client asked for.
@@ -85,11 +93,15 @@ pub struct ResourceRequest {
 }
 
 /// A resource's (or a resource template's) handler, erased.
+///
+/// Example: [`ServerBuilder`](super::ServerBuilder).
 #[derive(Clone)]
 pub struct ResourceHandler(pub(crate) Arc<ResourceFn>);
 
 impl ResourceHandler {
     /// A handler from an async function returning the resource's contents.
+    ///
+    /// Example: [`ServerBuilder`](super::ServerBuilder).
     pub fn new<F, Fut>(f: F) -> Self
     where
         F: Fn(Ctx, ResourceRequest) -> Fut + Send + Sync + 'static,
@@ -106,14 +118,20 @@ impl std::fmt::Debug for ResourceHandler {
 }
 
 /// The arguments of a `prompts/get` call.
+///
+/// Example: [`ServerBuilder`](super::ServerBuilder).
 pub type PromptArguments = BTreeMap<String, String>;
 
 /// A prompt's handler, erased.
+///
+/// Example: [`ServerBuilder`](super::ServerBuilder).
 #[derive(Clone)]
 pub struct PromptHandler(pub(crate) Arc<PromptFn>);
 
 impl PromptHandler {
     /// A handler from an async function returning the prompt's messages.
+    ///
+    /// Example: [`ServerBuilder`](super::ServerBuilder).
     pub fn new<F, Fut>(f: F) -> Self
     where
         F: Fn(Ctx, PromptArguments) -> Fut + Send + Sync + 'static,
@@ -130,6 +148,8 @@ impl std::fmt::Debug for PromptHandler {
 }
 
 /// A value a tool handler can return.
+///
+/// Example: [`ServerBuilder`](super::ServerBuilder).
 pub trait IntoToolResult {
     /// The `outputSchema` this return type implies, if any.
     fn output_schema() -> Option<JsonObject> {
@@ -175,6 +195,8 @@ impl IntoToolResult for Vec<ContentBlock> {
 
 /// Structured tool output: `structuredContent` is the value, a text block carries its JSON for
 /// clients that read only text, and the tool's `outputSchema` is derived from `T`.
+///
+/// Example: [`ServerBuilder`](super::ServerBuilder).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Json<T>(pub T);
 

@@ -29,13 +29,19 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 /// The shortest key [`RequestStateCodec::new`] accepts, in bytes.
+///
+/// Example: [`RequestStateCodec`].
 pub const MIN_KEY_LEN: usize = 32;
 /// The longest token [`RequestStateCodec::open`] looks at, in bytes. The server refuses to
 /// issue a longer one (the answers gathered so far, an image say, are carried in it), so every
 /// token it hands out can come back. Requests that carry one are bounded anyway by the
 /// transport's message limit (4 MiB by default).
+///
+/// Example: [`RequestStateCodec`].
 pub const MAX_TOKEN_LEN: usize = 1024 * 1024;
 /// How long a sealed state stays valid unless [`RequestStateCodec::ttl`] says otherwise.
+///
+/// Example: [`RequestStateCodec`].
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
 
 /// The version tag every token starts with, dot included.
@@ -46,6 +52,8 @@ const UNDIGESTED: [&str; 3] = ["_meta", "inputResponses", "requestState"];
 type HmacSha256 = Hmac<Sha256>;
 
 /// What a server carries from one round of a request to the next.
+///
+/// Example: [`RequestStateCodec`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestState {
@@ -68,6 +76,8 @@ pub struct RequestState {
 }
 
 /// Why a `requestState` was refused. The server answers each with JSON-RPC -32602.
+///
+/// Example: [`RequestStateCodec`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestStateError {
@@ -86,6 +96,8 @@ pub enum RequestStateError {
 }
 
 /// Why a codec could not be made.
+///
+/// Example: [`RequestStateCodec`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyError {
@@ -101,6 +113,34 @@ pub enum KeyError {
 }
 
 /// Seals and opens `requestState` tokens with one HMAC-SHA256 key.
+///
+/// # Example
+///
+/// ```
+/// use barrel_mcp::server::request_state::{
+///     RequestState, RequestStateCodec, RequestStateError, params_digest,
+/// };
+/// use serde_json::json;
+///
+/// let codec = RequestStateCodec::new(&[7u8; 32]).expect("a long enough key");
+/// let params = json!({ "name": "deploy", "arguments": {} });
+/// let digest = params_digest("tools/call", &params);
+/// let state = RequestState {
+///     method: "tools/call".to_owned(),
+///     params_digest: digest.clone(),
+///     round: 1,
+///     ..RequestState::default()
+/// };
+/// let token = codec.seal(&state);
+/// let opened = codec.open(&token, "tools/call", &digest, None).expect("the same request");
+/// assert_eq!(opened.round, 1);
+/// // Another request's retry cannot reuse the token.
+/// let other = params_digest("tools/call", &json!({ "name": "delete" }));
+/// assert!(matches!(
+///     codec.open(&token, "tools/call", &other, None),
+///     Err(RequestStateError::Mismatch(_))
+/// ));
+/// ```
 #[derive(Clone)]
 pub struct RequestStateCodec {
     mac: HmacSha256,
@@ -119,6 +159,8 @@ impl fmt::Debug for RequestStateCodec {
 impl RequestStateCodec {
     /// A codec with `key`, which must be at least [`MIN_KEY_LEN`] bytes. Every server instance
     /// that may receive a retry must share the key.
+    ///
+    /// Example: [`RequestStateCodec`].
     pub fn new(key: &[u8]) -> Result<Self, KeyError> {
         if key.len() < MIN_KEY_LEN {
             return Err(KeyError::TooShort { len: key.len() });
@@ -132,6 +174,8 @@ impl RequestStateCodec {
     }
 
     /// A codec with a fresh random 32-byte key: fine for one process, not for a fleet.
+    ///
+    /// Example: [`RequestStateCodec`].
     pub fn random() -> Result<Self, KeyError> {
         let mut key = [0u8; MIN_KEY_LEN];
         getrandom::fill(&mut key).map_err(|e| KeyError::Random(e.to_string()))?;
@@ -139,6 +183,8 @@ impl RequestStateCodec {
     }
 
     /// Sets how long sealed states stay valid (default [`DEFAULT_TTL`]).
+    ///
+    /// Example: [`RequestStateCodec`].
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
@@ -147,11 +193,15 @@ impl RequestStateCodec {
 
     /// Seals `state` into a token that expires one TTL from now. The `expires_at_ms` of
     /// `state` is ignored: every seal starts a new lifetime.
+    ///
+    /// Example: [`RequestStateCodec`].
     pub fn seal(&self, state: &RequestState) -> String {
         self.seal_at(state, now_ms())
     }
 
     /// [`seal`](Self::seal) with the clock given, in milliseconds since the Unix epoch.
+    ///
+    /// Example: [`RequestStateCodec`].
     pub fn seal_at(&self, state: &RequestState, now_ms: u64) -> String {
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let state = RequestState {
@@ -169,6 +219,8 @@ impl RequestStateCodec {
 
     /// Opens a token received with a request of `method` whose params digest to
     /// `params_digest`, from `principal`.
+    ///
+    /// Example: [`RequestStateCodec`].
     pub fn open(
         &self,
         token: &str,
@@ -180,6 +232,8 @@ impl RequestStateCodec {
     }
 
     /// [`open`](Self::open) with the clock given, in milliseconds since the Unix epoch.
+    ///
+    /// Example: [`RequestStateCodec`].
     pub fn open_at(
         &self,
         token: &str,
@@ -237,6 +291,8 @@ fn now_ms() -> u64 {
 /// the method and the canonical JSON of `params` without its top-level `_meta`,
 /// `inputResponses` and `requestState` members. Canonical JSON has object keys sorted at every
 /// level and no whitespace, so key order on the wire does not matter.
+///
+/// Example: [`RequestStateCodec`].
 pub fn params_digest(method: &str, params: &Value) -> String {
     let mut text = Vec::with_capacity(256);
     text.extend_from_slice(method.as_bytes());

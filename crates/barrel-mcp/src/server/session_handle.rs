@@ -10,8 +10,10 @@
 //!
 //! The 2026-07-28 revision has no sessions: there, what a background task wants a client to
 //! hear travels on a `subscriptions/listen` stream (list changes, resource updates; see
-//! [`Server::notify_resource_updated`](super::Server::notify_resource_updated)), and progress,
-//! logs and questions belong to the request being served.
+//! [`Server::tools_list_changed`](super::Server::tools_list_changed) and
+//! [`Server::notify_resource_updated`](super::Server::notify_resource_updated), which reach
+//! every session and listen stream), and progress, logs and questions belong to the request
+//! being served: a long job is a task, whose status the client polls.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +35,49 @@ use crate::Error;
 use crate::peer::Peer;
 
 /// A live session of the sessionful revisions. Cheap to clone.
+///
+/// # Example
+///
+/// A tool that answers at once and leaves a background task to tell its session (and no
+/// other) how a job goes; the task stops when the session ends (`examples/background_notify.rs`
+/// runs the same over Streamable HTTP):
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use barrel_mcp::server::{Ctx, Server};
+/// use barrel_mcp::types::LoggingLevel;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Job { name: String }
+///
+/// async fn start(ctx: Ctx, job: Job) -> barrel_mcp::Result<String> {
+///     let Some(session) = ctx.session() else {
+///         return Ok("no session to report to (2026-07-28): poll a task instead".to_owned());
+///     };
+///     tokio::spawn(async move {
+///         for tick in 1..=3 {
+///             tokio::time::sleep(Duration::from_secs(1)).await;
+///             let note = format!("{}: step {tick}", job.name);
+///             // Error::Closed once the client has gone: nothing more to say.
+///             if session.log(LoggingLevel::Info, note).await.is_err() {
+///                 return;
+///             }
+///         }
+///         let _ = session.tools_list_changed().await;
+///     });
+///     Ok("started".to_owned())
+/// }
+///
+/// # fn main() -> barrel_mcp::Result<()> {
+/// let server = Server::builder().tool("start", "Start a job", start).build()?;
+/// // Elsewhere, a session is found again by the id a handler saw (`Ctx::session_id`).
+/// assert!(server.session("an id from Ctx::session_id").is_none());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct SessionHandle {
     session: Arc<Session>,
@@ -62,31 +107,43 @@ impl SessionHandle {
 
     /// The session's id: the server's own name for it (over HTTP it is not the
     /// `Mcp-Session-Id`, which belongs to the transport).
+    ///
+    /// Example: [`SessionHandle`].
     pub fn id(&self) -> &str {
         &self.session.id
     }
 
     /// The revision the session negotiated.
+    ///
+    /// Example: [`SessionHandle`].
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.session.version
     }
 
     /// What the client declared it can do.
+    ///
+    /// Example: [`SessionHandle`].
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.session.client_capabilities
     }
 
     /// The client's self-description.
+    ///
+    /// Example: [`SessionHandle`].
     pub fn client_info(&self) -> &Implementation {
         &self.session.client_info
     }
 
     /// True once the session has ended.
+    ///
+    /// Example: [`SessionHandle`].
     pub fn is_closed(&self) -> bool {
         self.peer.is_closed()
     }
 
     /// Resolves when the session ends. Cancel-safe.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn closed(&self) {
         self.peer.closed().await;
     }
@@ -94,11 +151,15 @@ impl SessionHandle {
     /// Sends a log message when the session wants this level (everything until the client
     /// sets one with `logging/setLevel`, then what is at or above it). Nothing is sent when
     /// it does not; that is not an error.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn log(&self, level: LoggingLevel, data: impl Serialize) -> crate::Result<()> {
         self.log_with_logger(level, None, data).await
     }
 
     /// [`log`](Self::log) naming a logger.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn log_with_logger(
         &self,
         level: LoggingLevel,
@@ -117,6 +178,8 @@ impl SessionHandle {
 
     /// Reports progress on a request of this session that asked for it with `token` (a
     /// long-running job that outlives its handler's first answer, say).
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn progress(
         &self,
         token: &ProgressToken,
@@ -132,22 +195,30 @@ impl SessionHandle {
     }
 
     /// Tells this session (and no other) that the tool list changed.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn tools_list_changed(&self) -> crate::Result<()> {
         self.notify("notifications/tools/list_changed").await
     }
 
     /// Tells this session that the resource list changed.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn resources_list_changed(&self) -> crate::Result<()> {
         self.notify("notifications/resources/list_changed").await
     }
 
     /// Tells this session that the prompt list changed.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn prompts_list_changed(&self) -> crate::Result<()> {
         self.notify("notifications/prompts/list_changed").await
     }
 
     /// Tells this session that `uri` changed, when it is subscribed to it; returns whether a
     /// notification was sent.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn resource_updated(&self, uri: &str) -> crate::Result<bool> {
         self.check_open()?;
         if !self.session.is_subscribed(uri) {
@@ -164,6 +235,8 @@ impl SessionHandle {
 
     /// Asks the client's model for a completion (`sampling/createMessage`); -32600 when the
     /// client did not declare sampling.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn create_message(
         &self,
         params: CreateMessageParams,
@@ -173,11 +246,15 @@ impl SessionHandle {
 
     /// Asks the user for input (`elicitation/create`); -32600 when the client did not declare
     /// the mode asked for.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn elicit(&self, params: ElicitRequestParams) -> crate::Result<ElicitResult> {
         self.ask(InputRequest::Elicit(params)).await
     }
 
     /// Asks the client for its roots (`roots/list`); -32600 when it did not declare roots.
+    ///
+    /// Example: [`SessionHandle`].
     pub async fn list_roots(&self) -> crate::Result<ListRootsResult> {
         self.ask(InputRequest::ListRoots).await
     }

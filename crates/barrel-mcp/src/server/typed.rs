@@ -20,6 +20,8 @@ use serde_json::Value;
 use super::handler::schema_object;
 
 /// What a typed prompt's handler may return.
+///
+/// Example: [`ServerBuilder::typed_prompt`](super::ServerBuilder::typed_prompt).
 pub trait IntoPromptResult {
     /// The `prompts/get` result.
     fn into_prompt_result(self) -> GetPromptResult;
@@ -45,6 +47,8 @@ impl IntoPromptResult for Vec<PromptMessage> {
 }
 
 /// What a typed template's handler may return, given the URI that was read.
+///
+/// Example: [`ServerBuilder::typed_prompt`](super::ServerBuilder::typed_prompt).
 pub trait IntoResourceContents {
     /// The contents of `resources/read`.
     fn into_contents(self, uri: &str, mime_type: Option<&str>) -> Vec<ResourceContents>;

@@ -13,6 +13,19 @@
 //! Limits: a template is at most [`MAX_TEMPLATE_LEN`] bytes with at most [`MAX_EXPRESSIONS`]
 //! expressions and variable names of at most [`MAX_VARNAME_LEN`] bytes; [`UriTemplate::matches`]
 //! refuses URIs longer than [`MAX_URI_LEN`] bytes.
+//!
+//! ```
+//! use barrel_mcp::server::uri_template::{UriTemplate, Variables};
+//!
+//! let template = UriTemplate::parse("file:///{+path}{?rev}").expect("a valid template");
+//! assert_eq!(template.variable_names(), ["path", "rev"]);
+//! let found = template.matches("file:///docs/a%20b.md?rev=3").expect("it matches");
+//! assert_eq!(found["path"], "docs/a b.md");
+//! assert_eq!(found["rev"], "3");
+//! let mut variables = Variables::new();
+//! variables.insert("path".to_owned(), "docs/x.md".into());
+//! assert_eq!(template.expand(&variables), "file:///docs/x.md");
+//! ```
 
 mod encode;
 mod matcher;
@@ -25,15 +38,25 @@ use std::fmt;
 use matcher::Matcher;
 
 /// The longest template [`UriTemplate::parse`] accepts, in bytes.
+///
+/// Example: [the module's](crate::server::uri_template).
 pub const MAX_TEMPLATE_LEN: usize = 8 * 1024;
 /// The most `{…}` expressions one template may hold.
+///
+/// Example: [the module's](crate::server::uri_template).
 pub const MAX_EXPRESSIONS: usize = 256;
 /// The longest variable name, in bytes.
+///
+/// Example: [the module's](crate::server::uri_template).
 pub const MAX_VARNAME_LEN: usize = 128;
 /// The longest URI [`UriTemplate::matches`] looks at, in bytes; longer URIs never match.
+///
+/// Example: [the module's](crate::server::uri_template).
 pub const MAX_URI_LEN: usize = 64 * 1024;
 
 /// The value of one template variable.
+///
+/// Example: [the module's](crate::server::uri_template).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TemplateValue {
     /// A single string.
@@ -57,9 +80,13 @@ impl From<String> for TemplateValue {
 }
 
 /// Variables for [`UriTemplate::expand`], by name. A missing name is undefined.
+///
+/// Example: [the module's](crate::server::uri_template).
 pub type Variables = BTreeMap<String, TemplateValue>;
 
 /// Why a template was refused.
+///
+/// Example: [the module's](crate::server::uri_template).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UriTemplateError {
@@ -203,6 +230,8 @@ enum Part {
 }
 
 /// A parsed RFC 6570 URI template, ready to expand and to match.
+///
+/// Example: [the module's](crate::server::uri_template).
 #[derive(Clone)]
 pub struct UriTemplate {
     source: String,
@@ -212,6 +241,8 @@ pub struct UriTemplate {
 
 impl UriTemplate {
     /// Parses a template, checking its syntax and the limits listed in the module docs.
+    ///
+    /// Example: [the module's](crate::server::uri_template).
     pub fn parse(template: &str) -> Result<Self, UriTemplateError> {
         if template.len() > MAX_TEMPLATE_LEN {
             return Err(UriTemplateError::TooLong {
@@ -228,11 +259,15 @@ impl UriTemplate {
     }
 
     /// The template as written.
+    ///
+    /// Example: [the module's](crate::server::uri_template).
     pub fn as_str(&self) -> &str {
         &self.source
     }
 
     /// The names of the template's variables, each once, in order of first appearance.
+    ///
+    /// Example: [the module's](crate::server::uri_template).
     pub fn variable_names(&self) -> Vec<&str> {
         let mut seen = std::collections::BTreeSet::new();
         self.parts
@@ -249,6 +284,8 @@ impl UriTemplate {
 
     /// Expands the template with `vars` (RFC 6570 Level 4). Undefined variables expand to
     /// nothing; prefix modifiers apply to string values only, as the RFC says.
+    ///
+    /// Example: [the module's](crate::server::uri_template).
     pub fn expand(&self, vars: &Variables) -> String {
         let mut out = String::with_capacity(self.source.len());
         for part in &self.parts {
@@ -290,6 +327,8 @@ impl UriTemplate {
     /// parameters, so they are not matched back into pairs.
     ///
     /// A template whose query part holds anything else (say `{/x}` after `{?q}`) never matches.
+    ///
+    /// Example: [the module's](crate::server::uri_template).
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
         if uri.len() > MAX_URI_LEN {
             return None;

@@ -8,6 +8,19 @@
 //!
 //! Input that fails validation is a tool execution error (`isError: true`) listing the
 //! messages from [`SchemaValidator::validate`], so the model can correct itself.
+//!
+//! ```
+//! use barrel_mcp::server::validation::SchemaValidator;
+//! use serde_json::json;
+//!
+//! let schema = json!({ "type": "object", "properties": { "a": { "type": "integer" } } });
+//! let validator = SchemaValidator::new(&schema).expect("a valid schema");
+//! assert!(validator.is_valid(&json!({ "a": 1 })));
+//! let errors = validator.validate(&json!({ "a": "x" })).expect_err("not an integer");
+//! assert!(errors[0].starts_with("/a: "), "{errors:?}");
+//! // A schema that points outside itself never compiles.
+//! assert!(SchemaValidator::new(&json!({ "$ref": "https://example.com/s.json" })).is_err());
+//! ```
 
 #[cfg(test)]
 mod tests;
@@ -17,11 +30,17 @@ use std::fmt;
 use serde_json::Value;
 
 /// The most messages [`SchemaValidator::validate`] returns.
+///
+/// Example: [the module's](crate::server::validation).
 pub const MAX_ERRORS: usize = 10;
 /// The longest single message, in characters; longer ones are cut and end with `…`.
+///
+/// Example: [the module's](crate::server::validation).
 pub const MAX_MESSAGE_CHARS: usize = 300;
 
 /// Why a schema was refused.
+///
+/// Example: [the module's](crate::server::validation).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SchemaError {
@@ -38,6 +57,8 @@ pub enum SchemaError {
 }
 
 /// A compiled JSON Schema. Compile once (per tool), validate many times.
+///
+/// Example: [the module's](crate::server::validation).
 #[derive(Clone)]
 pub struct SchemaValidator {
     inner: jsonschema::Validator,
@@ -53,6 +74,8 @@ impl fmt::Debug for SchemaValidator {
 
 impl SchemaValidator {
     /// Compiles `schema`. Fails on an invalid schema and on any `$ref` outside it.
+    ///
+    /// Example: [the module's](crate::server::validation).
     pub fn new(schema: &Value) -> Result<Self, SchemaError> {
         let inner = jsonschema::options()
             .with_retriever(NoExternalRefs)
@@ -64,6 +87,8 @@ impl SchemaValidator {
     /// Validates `instance`. On failure returns up to [`MAX_ERRORS`] messages, each
     /// `"<JSON pointer>: <message>"` with the root written as `/`, for example
     /// `/a: "x" is not of type "integer"`.
+    ///
+    /// Example: [the module's](crate::server::validation).
     pub fn validate(&self, instance: &Value) -> Result<(), Vec<String>> {
         if self.inner.is_valid(instance) {
             return Ok(());
@@ -86,12 +111,16 @@ impl SchemaValidator {
     }
 
     /// Whether `instance` is valid, without building messages.
+    ///
+    /// Example: [the module's](crate::server::validation).
     pub fn is_valid(&self, instance: &Value) -> bool {
         self.inner.is_valid(instance)
     }
 }
 
 /// Checks a tool's `inputSchema`: a JSON object with `"type": "object"` that compiles.
+///
+/// Example: [the module's](crate::server::validation).
 pub fn check_input_schema(schema: &Value) -> Result<(), SchemaError> {
     compile_input_schema(schema).map(drop)
 }

@@ -22,6 +22,7 @@ mod pagination;
 mod progress;
 mod subscriptions;
 mod task_receiver;
+mod task_status;
 mod tasks;
 
 use std::sync::Arc;

@@ -4,11 +4,14 @@
 //! speak raw JSON lines or raw messages to a peer under test.
 
 mod client;
+mod doc_examples;
+mod example_headers;
 #[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "http-server")]
 mod http;
 mod peer;
+mod readme_server;
 mod server;
 mod skills;
 mod source_rules;

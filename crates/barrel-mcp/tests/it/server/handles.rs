@@ -74,10 +74,16 @@ async fn a_kept_handle_reaches_its_session_and_no_other() {
         Some(id.clone())
     );
 
-    handle
-        .log(LoggingLevel::Info, json!("from the background"))
-        .await
-        .expect("log");
+    // A background task keeps the handle and speaks after the tool has answered.
+    let background = handle.clone();
+    tokio::spawn(async move {
+        background
+            .log(LoggingLevel::Info, json!("from the background"))
+            .await
+    })
+    .await
+    .expect("the task ran")
+    .expect("log");
     let note = alice.notification().await;
     assert_eq!(note.method, "notifications/message");
     assert_eq!(note.params.expect("params")["data"], "from the background");
@@ -94,8 +100,9 @@ async fn a_kept_handle_reaches_its_session_and_no_other() {
         alice.notification().await.method,
         "notifications/tools/list_changed"
     );
-    // Bob heard none of it.
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // Bob heard none of it: a round trip on his connection comes after anything the server
+    // had queued for him before it.
+    bob.request("ping", json!({})).await.expect("ping");
     assert!(bob.drain_notifications().is_empty());
 }
 
@@ -150,6 +157,48 @@ async fn a_handle_follows_the_session_level_and_capabilities() {
         asked,
         ["sampling/createMessage", "elicitation/create", "roots/list"]
     );
+}
+
+#[tokio::test]
+async fn a_handle_asks_only_for_what_the_client_declared() {
+    let (server, kept) = server();
+    let client = connect(&server);
+    client
+        .request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": { "name": "plain-client", "version": "1.0.0" }
+            }),
+        )
+        .await
+        .expect("initialize");
+    within(client.peer.notify("notifications/initialized", None))
+        .await
+        .expect("initialized");
+    remember(&client).await;
+    let handle = take(&kept);
+    let refused = [
+        handle
+            .create_message(CreateMessageParams::new(
+                vec![SamplingMessage::user("hi")],
+                16,
+            ))
+            .await
+            .map(|_| ()),
+        handle
+            .elicit(ElicitRequestParams::form("Name?", Default::default()))
+            .await
+            .map(|_| ()),
+        handle.list_roots().await.map(|_| ()),
+    ];
+    for outcome in refused {
+        let error = outcome.expect_err("not declared");
+        assert_eq!(error.as_rpc().map(|e| e.code.0), Some(-32600), "{error}");
+    }
+    // Nothing reached the client.
+    assert!(client.asked.lock().expect("asked").is_empty());
 }
 
 #[tokio::test]

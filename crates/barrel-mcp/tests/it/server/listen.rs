@@ -210,3 +210,47 @@ async fn subscriptions_are_capped_per_session_and_per_filter() {
         "no acknowledgement"
     );
 }
+
+#[tokio::test]
+async fn an_explicit_list_change_reaches_every_session_and_every_listen_stream_that_asked() {
+    let (server, _) = fixture::server();
+    let alice = connect(&server);
+    alice.initialize("2025-11-25").await;
+    let bob = connect(&server);
+    bob.initialize("2025-06-18").await;
+    let listener = connect(&server);
+    let (cancel, _task) = start_listen(&listener, json!({ "promptsListChanged": true }));
+    assert_eq!(
+        listener.notification().await.method,
+        "notifications/subscriptions/acknowledged"
+    );
+
+    server.tools_list_changed();
+    for session in [&alice, &bob] {
+        assert_eq!(
+            session.notification().await.method,
+            "notifications/tools/list_changed"
+        );
+    }
+    server.prompts_list_changed();
+    server.resources_list_changed();
+    for session in [&alice, &bob] {
+        assert_eq!(
+            session.notification().await.method,
+            "notifications/prompts/list_changed"
+        );
+        assert_eq!(
+            session.notification().await.method,
+            "notifications/resources/list_changed"
+        );
+    }
+    // The listen stream asked for prompt changes only.
+    let heard = listener.notification().await;
+    assert_eq!(heard.method, "notifications/prompts/list_changed");
+    listener
+        .stateless("tools/list", json!({}), json!({}))
+        .await
+        .expect("round trip");
+    assert!(listener.drain_notifications().is_empty());
+    cancel.cancel();
+}

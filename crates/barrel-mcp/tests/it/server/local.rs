@@ -153,3 +153,96 @@ async fn a_client_calls_with_any_serializable_arguments_and_reads_typed_results(
     );
     assert!(client.call("echo", "not an object").await.is_err());
 }
+
+/// A local call's outcome as JSON: the result, or the JSON-RPC error's code and message.
+fn local_outcome<T: serde::Serialize>(outcome: barrel_mcp::Result<T>) -> serde_json::Value {
+    match outcome {
+        Ok(result) => serde_json::to_value(result).expect("json"),
+        Err(Error::Rpc(error)) => json!({ "code": error.code.0, "message": error.message }),
+        Err(other) => panic!("not a JSON-RPC error: {other}"),
+    }
+}
+
+/// The same outcome of a raw request over a transport, as a remote client sees it.
+fn remote_outcome(
+    outcome: Result<serde_json::Value, barrel_mcp::types::ErrorObject>,
+) -> serde_json::Value {
+    match outcome {
+        Ok(mut result) => {
+            // `resultType` ("complete") is the 2026-07-28 round's marker, which the client
+            // consumes; everything else must be the same.
+            if let Some(object) = result.as_object_mut() {
+                object.remove("resultType");
+            }
+            result
+        }
+        Err(error) => json!({ "code": error.code.0, "message": error.message }),
+    }
+}
+
+#[tokio::test]
+async fn local_and_remote_calls_give_the_same_answers() {
+    let (server, _) = fixture::server();
+    let remote = super::connect(&server);
+    let caps = json!({});
+    let tool_calls = [
+        ("add", json!({ "a": 2, "b": 40 })),
+        ("add", json!({ "a": "two", "b": 1 })),
+        ("add", json!({ "a": 2 })),
+        ("echo", json!({ "message": "hi" })),
+        ("fail", json!({})),
+        ("nope", json!({})),
+    ];
+    for (name, arguments) in tool_calls {
+        let local = local_outcome(server.call_tool(name, arguments.clone()).await);
+        let wire = remote_outcome(
+            remote
+                .stateless(
+                    "tools/call",
+                    json!({ "name": name, "arguments": arguments }),
+                    caps.clone(),
+                )
+                .await,
+        );
+        assert_eq!(local, wire, "tools/call {name} {arguments}");
+    }
+    for uri in [
+        "test://readme",
+        "test://notes/7",
+        "test://missing",
+        "file:///a/../b",
+    ] {
+        let local = local_outcome(server.read_resource(uri).await);
+        let wire = remote_outcome(
+            remote
+                .stateless("resources/read", json!({ "uri": uri }), caps.clone())
+                .await,
+        );
+        assert_eq!(local, wire, "resources/read {uri}");
+    }
+    let prompt_calls: [(&str, &[(&str, &str)]); 3] =
+        [("greet", &[("name", "Ada")]), ("greet", &[]), ("nope", &[])];
+    for (name, arguments) in prompt_calls {
+        let local = local_outcome(server.get_prompt(name, arguments.iter().copied()).await);
+        let map: serde_json::Map<String, serde_json::Value> = arguments
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .collect();
+        let wire = remote_outcome(
+            remote
+                .stateless(
+                    "prompts/get",
+                    json!({ "name": name, "arguments": map }),
+                    caps.clone(),
+                )
+                .await,
+        );
+        assert_eq!(local, wire, "prompts/get {name}");
+    }
+    let local_tools = local_outcome(server.list_tools().await);
+    let wire_tools = remote
+        .stateless("tools/list", json!({}), caps.clone())
+        .await
+        .expect("tools/list");
+    assert_eq!(local_tools, wire_tools["tools"]);
+}
