@@ -19,6 +19,8 @@ use super::{Backoff, ClientBuilder, Clients};
 use crate::Error;
 
 /// One server of a servers file.
+///
+/// Example: [`ServersFile`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ServerEntry {
@@ -45,6 +47,26 @@ pub enum ServerEntry {
 }
 
 /// The servers of a file, by name (entries marked `disabled` left out).
+///
+/// ```
+/// use barrel_mcp::client::{Backoff, Client, Clients, ServerEntry, ServersFile};
+///
+/// # fn main() -> barrel_mcp::Result<()> {
+/// let file = ServersFile::parse(&serde_json::json!({"mcpServers": {
+///     "notes": {"command": "barrel-mcp", "args": ["serve", "--stdio"]},
+///     "old": {"command": "legacy-server", "disabled": true}
+/// }}))?;
+/// assert!(matches!(file.get("notes")?, ServerEntry::Stdio { command, .. } if command == "barrel-mcp"));
+/// assert!(file.get("old").is_err());
+/// # let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+/// # runtime.block_on(async {
+/// // Each entry supervised under its name (started again after a failure).
+/// let clients = Clients::new();
+/// file.start_all(&clients, &Client::builder(), Backoff::default())?;
+/// # clients.stop_all().await;
+/// # Ok::<(), barrel_mcp::Error>(()) })?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ServersFile {
     /// The entries, by name.
@@ -56,6 +78,8 @@ pub struct ServersFile {
 
 impl ServersFile {
     /// Reads and parses the file at `path`.
+    ///
+    /// Example: [`ServersFile`].
     pub fn read(path: &Path) -> Result<Self, Error> {
         let text = std::fs::read_to_string(path)?;
         let value: Value = serde_json::from_str(&text)
@@ -64,6 +88,8 @@ impl ServersFile {
     }
 
     /// The servers of a parsed file: its `mcpServers` object, else its `servers` object.
+    ///
+    /// Example: [`ServersFile`].
     pub fn parse(file: &Value) -> Result<Self, Error> {
         let servers = file
             .get("mcpServers")
@@ -90,6 +116,8 @@ impl ServersFile {
     }
 
     /// The entry `name`, or an error naming the ones there are.
+    ///
+    /// Example: [`ServersFile`].
     pub fn get(&self, name: &str) -> Result<&ServerEntry, Error> {
         self.servers.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.servers.keys().map(String::as_str).collect();
@@ -98,6 +126,8 @@ impl ServersFile {
     }
 
     /// Supervises every entry in `clients` under its name, each connected by `builder`.
+    ///
+    /// Example: [`ServersFile`].
     pub fn start_all(
         &self,
         clients: &Clients,
@@ -149,6 +179,8 @@ impl ServerEntry {
     /// Supervises this server in `clients` under `name`: each connection attempt starts the
     /// process again, or opens a new HTTP transport. A remote entry needs the `http-client`
     /// feature ([`Error::Unsupported`] without it).
+    ///
+    /// Example: [`ServersFile`].
     pub fn start(
         &self,
         clients: &Clients,
