@@ -10,6 +10,7 @@ mod auth;
 mod auth_remote;
 mod hostile;
 mod http2;
+mod http2_floods;
 mod legacy;
 mod limits;
 mod listen;
