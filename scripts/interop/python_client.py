@@ -95,16 +95,20 @@ class Callbacks:
         return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in ROOTS])  # type: ignore[arg-type]
 
 
-MODES = ("legacy", "auto", "2026-07-28")
+MODES = ("legacy", "auto", "2026-07-28", "legacy-sessionless")
 
 
 async def run_checks(
     mode: str, server: StdioServerParameters | str, report: Callable[[str, str | None], None]
 ) -> None:
     cb = Callbacks()
+    # legacy-sessionless: the initialize handshake against a server that keeps no sessions
+    # (`barrel-mcp serve --sessionless`): questions to the client are refused there.
+    sessionless = mode == "legacy-sessionless"
+    sdk_mode = "legacy" if sessionless else mode
     client = Client(
         server,
-        mode=mode,
+        mode=sdk_mode,
         read_timeout_seconds=CALL_TIMEOUT,
         sampling_callback=cb.sampling,
         elicitation_callback=cb.elicitation,
@@ -127,8 +131,8 @@ async def run_checks(
     # legacy: the initialize handshake at the SDK's newest handshake version;
     # auto: the server/discover probe, so the stateless 2026-07-28 revision;
     # 2026-07-28: that revision pinned, the first request on the wire is tools/list.
-    expected_version = {"legacy": "2025-11-25", "auto": "2026-07-28", "2026-07-28": "2026-07-28"}[mode]
-    pinned = mode not in ("legacy", "auto")
+    expected_version = {"legacy": "2025-11-25", "auto": "2026-07-28", "2026-07-28": "2026-07-28"}[sdk_mode]
+    pinned = sdk_mode not in ("legacy", "auto")
 
     @check(f"negotiated protocol {expected_version}")
     async def _() -> None:
@@ -303,6 +307,26 @@ async def run_checks(
         )
         values = result.completion.values
         expect("1" in values and "10" in values, f"values {values}")
+
+    if sessionless:
+        asking = {
+            "call ask_name (elicitation accept)",
+            "call ask_name (elicitation decline)",
+            "call summarize (sampling)",
+            "call get_roots (roots/list)",
+        }
+        checks[:] = [(name, fn) for name, fn in checks if name not in asking]
+
+        @check("questions to the client are refused (no session to answer on)")
+        async def _() -> None:
+            for tool, args in (("ask_name", {}), ("summarize", {"text": "x"}), ("get_roots", {})):
+                try:
+                    result = await client.call_tool(tool, args)
+                except Exception:
+                    continue  # a JSON-RPC error is a refusal too
+                expect(result.is_error is True, f"{tool}: isError is {result.is_error!r}")
+            expect(not cb.elicitations and not cb.samplings and cb.roots_calls == 0,
+                   "a callback was invoked")
 
     if pinned:
         # Last, so every check above ran without a discover result in hand.

@@ -62,6 +62,10 @@ enum Command {
         /// Accept this browser Origin (scheme://name[:port]) besides loopback ones. Repeatable.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
+        /// Serve the sessionful revisions without sessions: every request on its own, no
+        /// Mcp-Session-Id, no GET stream (HttpConfig::sessionless).
+        #[arg(long, conflicts_with = "stdio")]
+        sessionless: bool,
         /// Serve HTTPS with this PEM certificate chain (HTTP/1.1 and HTTP/2 through ALPN).
         /// SIGHUP reads it and the key again.
         #[arg(
@@ -128,6 +132,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             http,
             allow_hosts,
             allow_origins,
+            sessionless,
             tls_cert,
             tls_key,
             #[cfg(feature = "auth")]
@@ -147,8 +152,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 return serve_http(
                     &runtime,
                     addr,
-                    allow_hosts,
-                    allow_origins,
+                    (allow_hosts, allow_origins, sessionless),
                     tls,
                     auth,
                     skills.as_deref(),
@@ -170,8 +174,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn serve_http(
     runtime: &tokio::runtime::Runtime,
     addr: std::net::SocketAddr,
-    allowed_hosts: Vec<String>,
-    allowed_origins: Vec<String>,
+    (allowed_hosts, allowed_origins, sessionless): (Vec<String>, Vec<String>, bool),
     tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     auth: Option<AuthConfig>,
     skills: Option<&std::path::Path>,
@@ -181,6 +184,7 @@ fn serve_http(
     let mut config = HttpConfig {
         allowed_hosts,
         allowed_origins,
+        sessionless,
         ..HttpConfig::default()
     };
     #[cfg(feature = "auth")]
@@ -268,8 +272,7 @@ async fn serve_tls(
 fn serve_http(
     _runtime: &tokio::runtime::Runtime,
     _addr: std::net::SocketAddr,
-    _allowed_hosts: Vec<String>,
-    _allowed_origins: Vec<String>,
+    _options: (Vec<String>, Vec<String>, bool),
     _tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     _auth: Option<AuthConfig>,
     _skills: Option<&std::path::Path>,

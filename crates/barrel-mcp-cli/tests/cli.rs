@@ -759,8 +759,8 @@ fn a_detached_task_is_followed_waited_on_and_cancelled_by_id() {
         task["taskId"].as_str().expect("an id").to_owned()
     };
     let id = start(r#"{"steps":3}"#);
-    let (code, out, _) = client_at(&url, &["task", &id]);
-    assert_eq!(code, Some(0));
+    let (code, out, err) = client_at(&url, &["task", &id]);
+    assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with(&id), "{out}");
     let (code, out, err) = client_at(&url, &["task", &id, "--wait"]);
     assert_eq!((code, out.as_str()), (Some(0), "done\n"), "{err}");

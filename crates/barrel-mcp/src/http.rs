@@ -55,6 +55,7 @@ mod prefixed;
 mod reply;
 mod session;
 mod sessionful;
+mod sessionless;
 mod sessions;
 mod sse;
 mod stateless;

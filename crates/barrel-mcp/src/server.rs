@@ -257,6 +257,30 @@ impl Server {
         transport: T,
         stop: CancellationToken,
     ) -> crate::Result<()> {
+        self.serve_connection(connection::Connection::new(self.clone()), transport, stop)
+            .await
+    }
+
+    /// Serves one request of a sessionless server on its own connection, in the sessionful
+    /// revision `version` (see `HttpConfig::sessionless`): `initialize` opens nothing, and
+    /// every other request is served as if in a session that ends with it.
+    #[cfg(feature = "http-server")]
+    pub(crate) async fn serve_sessionless_until<T: Transport>(
+        &self,
+        version: barrel_mcp_types::ProtocolVersion,
+        transport: T,
+        stop: CancellationToken,
+    ) -> crate::Result<()> {
+        let connection = connection::Connection::sessionless(self.clone(), version);
+        self.serve_connection(connection, transport, stop).await
+    }
+
+    async fn serve_connection<T: Transport>(
+        &self,
+        connection: connection::Connection,
+        transport: T,
+        stop: CancellationToken,
+    ) -> crate::Result<()> {
         /// Ends the connection when the future is dropped before it finishes.
         struct CloseOnDrop(peer::Peer);
         impl Drop for CloseOnDrop {
@@ -264,7 +288,7 @@ impl Server {
                 self.0.close();
             }
         }
-        let handler = Arc::new(connection::Connection::new(self.clone()));
+        let handler = Arc::new(connection);
         let (peer, mut task) = peer::serve(transport, handler, self.inner.config.peer.clone());
         let _close = CloseOnDrop(peer.clone());
         let joined = tokio::select! {

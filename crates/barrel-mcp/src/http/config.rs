@@ -49,6 +49,17 @@ pub struct HttpConfig {
     /// Serve the endpoint at `/` as well as at [`path`](Self::path), for clients configured
     /// with the bare origin. Default false.
     pub serve_at_root: bool,
+    /// Serve the sessionful revisions (2024-11-05 to 2025-11-25) without sessions
+    /// (barrel_mcp's `session_enabled => false`): `initialize` is answered with no
+    /// `Mcp-Session-Id`, and every request is served on its own, in the revision its
+    /// `MCP-Protocol-Version` names (2025-03-26 without one), as from a client that declared
+    /// no capabilities. What needs a session is not offered: no GET stream or DELETE (405),
+    /// no list-change notifications, resource subscriptions or tasks (left out of the
+    /// `initialize` result); questions to the client (sampling, elicitation, roots) are
+    /// refused; progress and log messages of a request travel on its own SSE answer. Any
+    /// process can answer any request, so a replicated service needs no shared session
+    /// store. 2026-07-28 is stateless either way. Default false.
+    pub sessionless: bool,
     /// The largest request body; a larger one is refused with 413 before it is parsed.
     /// Default 4 MiB.
     pub max_body_size: usize,
@@ -149,6 +160,7 @@ impl Default for HttpConfig {
             allow_any_origin: false,
             allow_missing_origin: true,
             serve_at_root: false,
+            sessionless: false,
             max_body_size: 4 * 1024 * 1024,
             body_timeout: Duration::from_secs(30),
             max_headers: 64,

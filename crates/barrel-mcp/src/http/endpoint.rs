@@ -9,7 +9,8 @@
 //! 4. With auth on, the operation's scopes (403 / 401), before anything is answered.
 //! 5. The era: a body claiming a revision in `params._meta` is 2026-07-28 (stateless); a
 //!    `MCP-Protocol-Version` header naming 2026-07-28 without that claim is refused; everything
-//!    else belongs to a session.
+//!    else belongs to a session, or with [`HttpConfig::sessionless`](super::HttpConfig::sessionless)
+//!    is served on its own in the revision it names.
 
 use std::sync::Arc;
 
@@ -20,7 +21,7 @@ use http::{Method, StatusCode};
 use serde_json::Value;
 
 use super::reply::{self, Accepts};
-use super::{State, guard, sessionful, stateless};
+use super::{State, guard, sessionful, sessionless, stateless};
 use crate::transport::Caller;
 
 /// Answers one request to the endpoint.
@@ -37,7 +38,9 @@ async fn route(state: &Arc<State>, parts: http::request::Parts, body: Body) -> R
     let stateless_header = header_version.is_some_and(ProtocolVersion::is_stateless);
     match parts.method {
         Method::POST => post(state, parts, body, stateless_header).await,
-        Method::GET | Method::DELETE if stateless_header => reply::method_not_allowed("POST"),
+        Method::GET | Method::DELETE if stateless_header || state.config.sessionless => {
+            reply::method_not_allowed("POST")
+        }
         Method::GET | Method::DELETE if !parts.headers.contains_key(reply::SESSION_ID) => {
             if parts.headers.contains_key(reply::PROTOCOL_VERSION) {
                 // A sessionful client that lost its session id.
@@ -115,6 +118,9 @@ async fn post(
             .get("id")
             .and_then(barrel_mcp_types::RequestId::from_value);
         return reply::error(StatusCode::BAD_REQUEST, id, error);
+    }
+    if state.config.sessionless {
+        return sessionless::post(state, &head, caller, accepts, value).await;
     }
     sessionful::post(state, &head, caller, accepts, value).await
 }

@@ -108,7 +108,7 @@ pub(crate) async fn post(
 }
 
 /// Whether `initialize`'s params are well formed (the session's server decodes them again).
-fn check_initialize(params: Option<&Value>) -> Result<(), ErrorObject> {
+pub(super) fn check_initialize(params: Option<&Value>) -> Result<(), ErrorObject> {
     let Some(params) = params else {
         return Err(ErrorObject::invalid_params(
             "invalid params: initialize needs params",
@@ -249,20 +249,19 @@ fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSe
 
 /// 400 unless a present `MCP-Protocol-Version` names a sessionful revision we speak. A missing
 /// header means the version the session negotiated.
-fn check_version(headers: &HeaderMap) -> Result<(), Response> {
+/// The sessionful revision `MCP-Protocol-Version` names, if the header is there (400 when it
+/// names none).
+pub(super) fn check_version(headers: &HeaderMap) -> Result<Option<ProtocolVersion>, Response> {
     let Some(value) = guard::single(headers, reply::PROTOCOL_VERSION)? else {
-        return Ok(());
+        return Ok(None);
     };
-    let known = value
+    value
         .to_str()
         .ok()
         .and_then(ProtocolVersion::parse)
-        .is_some_and(|v| !v.is_stateless());
-    if known {
-        Ok(())
-    } else {
-        Err(bad_request("unsupported MCP-Protocol-Version"))
-    }
+        .filter(|v| !v.is_stateless())
+        .map(Some)
+        .ok_or_else(|| bad_request("unsupported MCP-Protocol-Version"))
 }
 
 fn bad_request(message: &str) -> Response {

@@ -58,7 +58,7 @@ pub(crate) async fn post(
         Ok(_) => return reply::empty(StatusCode::ACCEPTED),
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };
-    serve(state, accepts, request, caller).await
+    serve(state, accepts, request, caller, None).await
 }
 
 fn request_id(body: &Value) -> Option<barrel_mcp_types::RequestId> {
@@ -226,12 +226,14 @@ fn invalid_meta(key: &str, problem: &str) -> ErrorObject {
     ErrorObject::invalid_params(format!("invalid params: _meta[{key:?}] {problem}"))
 }
 
-/// Runs the request on a connection of its own and answers it.
-async fn serve(
+/// Runs the request on a connection of its own and answers it: a 2026-07-28 request, or with
+/// `sessionless` a sessionless server's request in that sessionful revision.
+pub(crate) async fn serve(
     state: &Arc<State>,
     accepts: Accepts,
     request: Request,
     caller: Option<Arc<Caller>>,
+    sessionless: Option<ProtocolVersion>,
 ) -> Response {
     let (tx, mut rx) = mpsc::channel(state.config.stream_queue.max(1));
     let answered = CancellationToken::new();
@@ -255,7 +257,14 @@ async fn serve(
     };
     let server = state.server.clone();
     state.tasks.spawn(async move {
-        let _ = server.serve_until((reader, writer), closed).await;
+        let _ = match sessionless {
+            Some(version) => {
+                server
+                    .serve_sessionless_until(version, (reader, writer), closed)
+                    .await
+            }
+            None => server.serve_until((reader, writer), closed).await,
+        };
     });
     // Dropping this (the client went away, or the answer is complete) closes the connection.
     let guard = close.drop_guard();

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use barrel_mcp_types::{ErrorObject, InitializeParams, Notification, Request};
+use barrel_mcp_types::{ErrorObject, InitializeParams, Notification, ProtocolVersion, Request};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -27,6 +27,9 @@ pub(crate) struct Connection {
 enum State {
     /// No session yet.
     Opening,
+    /// A sessionless server's request on `version`: `initialize` is answered without opening
+    /// anything, and every other request is served in a detached stand-in session.
+    Sessionless(ProtocolVersion),
     /// `initialize` answered; `forwarding` once `notifications/initialized` arrived.
     Session {
         session: Arc<Session>,
@@ -42,6 +45,15 @@ impl Connection {
         }
     }
 
+    /// A connection for one request of a sessionless server, in the sessionful revision
+    /// `version` (see [`HttpConfig::sessionless`](crate::http::HttpConfig::sessionless)).
+    pub(crate) fn sessionless(server: Server, version: ProtocolVersion) -> Self {
+        Self {
+            server,
+            state: Mutex::new(State::Sessionless(version)),
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
@@ -51,6 +63,11 @@ impl Connection {
     fn initialize(&self, params: Option<Value>, peer: &Peer) -> Result<Value, ErrorObject> {
         let params: InitializeParams = dispatch::decode(params)?;
         let mut state = self.state();
+        if let State::Sessionless(_) = *state {
+            let version = session::negotiate(&params.protocol_version);
+            let result = session::sessionless_initialize_result(&self.server, version);
+            return serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()));
+        }
         if matches!(*state, State::Session { .. }) {
             return Err(ErrorObject::invalid_request(
                 "the session is already initialized",
@@ -124,6 +141,7 @@ impl Handler for Connection {
             }
             method => match &*self.state() {
                 State::Session { session, .. } => Arc::clone(session),
+                State::Sessionless(version) => Arc::new(Session::detached(*version)),
                 State::Opening if method == "ping" => {
                     return ready(Ok(Value::Object(serde_json::Map::new())));
                 }

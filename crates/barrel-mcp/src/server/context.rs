@@ -317,7 +317,7 @@ impl Ctx {
     ///
     /// Example: [`Ctx`].
     pub fn session(&self) -> Option<SessionHandle> {
-        let session = self.inner.scope.session.as_ref()?;
+        let session = self.inner.scope.session.as_ref().filter(|s| !s.detached)?;
         Some(SessionHandle::new(
             Arc::clone(session),
             self.inner.peer.unrelated(),
@@ -330,7 +330,12 @@ impl Ctx {
     ///
     /// Example: [`Ctx`].
     pub fn session_id(&self) -> Option<&str> {
-        self.inner.scope.session.as_deref().map(|s| s.id.as_str())
+        self.inner
+            .scope
+            .session
+            .as_deref()
+            .filter(|s| !s.detached)
+            .map(|s| s.id.as_str())
     }
 
     /// The server handling the request (to add tools, notify updates, ...).
@@ -483,6 +488,17 @@ impl Ctx {
         if self.inner.scope.is_stateless() {
             return Err(Error::Unsupported(format!(
                 "{method}: a 2026-07-28 server sends no requests"
+            )));
+        }
+        if self
+            .inner
+            .scope
+            .session
+            .as_ref()
+            .is_some_and(|s| s.detached)
+        {
+            return Err(Error::Unsupported(format!(
+                "{method}: a sessionless server sends no requests"
             )));
         }
         let options = crate::peer::RequestOptions {

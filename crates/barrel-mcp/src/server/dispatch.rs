@@ -69,9 +69,11 @@ async fn route(
 ) -> Result<Value, ErrorObject> {
     let Request { method, params, .. } = request;
     let session = scope.session.clone();
+    // A sessionless server keeps nothing between requests: no tasks (a task-augmented call is
+    // served as a plain one, as the spec says for a receiver that does not offer tasks).
     let core_tasks = session
         .as_ref()
-        .is_some_and(|s| s.version.supports(Feature::CoreTasks));
+        .is_some_and(|s| !s.detached && s.version.supports(Feature::CoreTasks));
     match (method.as_str(), &session) {
         ("tools/list", _) => list_tools(server, &scope, decode(params)?),
         ("tools/call", Some(_)) if core_tasks => {
@@ -114,6 +116,11 @@ async fn route(
             let params: SetLevelParams = decode(params)?;
             session.set_log_level(params.level);
             Ok(empty())
+        }
+        ("resources/subscribe", Some(session)) if session.detached => {
+            Err(ErrorObject::invalid_request(
+                "resources/subscribe needs a session: this server is sessionless",
+            ))
         }
         ("resources/subscribe", Some(session)) => {
             let params: SubscribeParams = decode(params)?;

@@ -21,6 +21,10 @@ pub(crate) struct Session {
     pub(crate) client_info: Arc<Implementation>,
     log_level: Mutex<Option<LoggingLevel>>,
     subscriptions: Mutex<HashSet<String>>,
+    /// Stands for no session at all (a sessionless server's request, served on its own): it
+    /// ends with its request, so nothing may be kept for it (no handle, no subscription, no
+    /// task) and the client is taken to have declared nothing.
+    pub(crate) detached: bool,
 }
 
 impl Session {
@@ -32,6 +36,15 @@ impl Session {
             client_info: Arc::new(params.client_info),
             log_level: Mutex::new(None),
             subscriptions: Mutex::new(HashSet::new()),
+            detached: false,
+        }
+    }
+
+    /// The stand-in for one request of a sessionless server on `version`.
+    pub(crate) fn detached(version: ProtocolVersion) -> Self {
+        Self {
+            detached: true,
+            ..Self::new(version, InitializeParams::default())
         }
     }
 
@@ -98,6 +111,28 @@ pub(crate) fn initialize_result(server: &Server, version: ProtocolVersion) -> In
         meta: None,
     };
     result.shape(version);
+    result
+}
+
+/// The `initialize` result of a sessionless server on `version`: what needs a session to be
+/// kept (list-change notifications, resource subscriptions, tasks) is not offered.
+pub(crate) fn sessionless_initialize_result(
+    server: &Server,
+    version: ProtocolVersion,
+) -> InitializeResult {
+    let mut result = initialize_result(server, version);
+    let capabilities = &mut result.capabilities;
+    if let Some(tools) = capabilities.tools.as_mut() {
+        tools.list_changed = None;
+    }
+    if let Some(prompts) = capabilities.prompts.as_mut() {
+        prompts.list_changed = None;
+    }
+    if let Some(resources) = capabilities.resources.as_mut() {
+        resources.list_changed = None;
+        resources.subscribe = None;
+    }
+    capabilities.tasks = None;
     result
 }
 

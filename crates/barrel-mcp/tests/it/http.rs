@@ -15,6 +15,7 @@ mod legacy;
 mod limits;
 mod listen;
 mod security;
+mod sessionless;
 mod sessions;
 mod stateless;
 mod streams;
