@@ -1,7 +1,8 @@
 //! The HTTP client against a server that misbehaves on purpose: a GET stream that ends at once
 //! with `retry: 0` (the client must not hammer it) or with a `retry` of a day (capped), a call
 //! whose SSE stream never answers (a timed-out call must let go of its stream, and the server
-//! is told), and a server that never answers at all (the response timeout).
+//! is told), a server that never answers at all (the response timeout), one whose content type
+//! lies about its body, and one that sends comments for ever instead of an answer.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -90,9 +91,20 @@ async fn answer(
     request: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
     let (parts, message) = read(request).await;
+    answer_read(&seen, &get_body, &parts, &message)
+}
+
+/// [`answer`] once the request is read.
+fn answer_read(
+    seen: &Seen,
+    get_body: &str,
+    parts: &http::request::Parts,
+    message: &Value,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let seen = Arc::clone(seen);
     if parts.method == Method::GET {
         note(&seen, "GET".into());
-        return full(StatusCode::OK, "text/event-stream", get_body.to_string());
+        return full(StatusCode::OK, "text/event-stream", get_body.to_owned());
     }
     if parts.method == Method::DELETE {
         return full(StatusCode::OK, "text/plain", String::new());
@@ -438,4 +450,124 @@ async fn a_server_that_never_answers_fails_the_message_in_time() {
     let error = outcome.expect_err("the server never answers");
     assert!(error.to_string().contains("response_timeout"), "{error}");
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// A body that primes a stream, then sends an SSE comment every 10 ms, for ever.
+struct Comments {
+    primed: bool,
+    next: Pin<Box<tokio::time::Sleep>>,
+    seen: Seen,
+}
+
+impl Body for Comments {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if !self.primed {
+            self.primed = true;
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                b"id: comments.1\nretry: 100\ndata:\n\n",
+            )))));
+        }
+        if self.next.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let later = tokio::time::Instant::now() + Duration::from_millis(10);
+        self.next.as_mut().reset(later);
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+            b": still here\n\n",
+        )))))
+    }
+}
+
+impl Drop for Comments {
+    fn drop(&mut self) {
+        note(&self.seen, "stream dropped".into());
+    }
+}
+
+/// Like [`answer`], but `tools/call` is answered as the URL's query asks: `json` (a JSON
+/// content type over an SSE body), `sse` (an SSE content type over a bare JSON body), or
+/// `comments` (a stream of comments that never answers).
+async fn liar(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
+    let lie = request.uri().query().unwrap_or_default().to_owned();
+    let (parts, message) = read(request).await;
+    if message["method"] != "tools/call" {
+        return answer_read(&seen, "retry: 100\n\n", &parts, &message);
+    }
+    let id = message["id"].clone();
+    let result = json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}});
+    match lie.as_str() {
+        "json" => full(
+            StatusCode::OK,
+            "application/json",
+            format!("event: message\ndata: {result}\n\n"),
+        ),
+        "sse" => full(StatusCode::OK, "text/event-stream", result.to_string()),
+        _ => Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(
+                Comments {
+                    primed: false,
+                    next: Box::pin(tokio::time::sleep(Duration::from_millis(10))),
+                    seen,
+                }
+                .boxed(),
+            )
+            .expect("response"),
+    }
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_what_its_content_type_says_fails_the_call_and_nothing_else() {
+    let (url, _seen) = serve(liar).await;
+    let config = HttpClientConfig {
+        open_get_stream: false,
+        ..HttpClientConfig::default()
+    };
+    for lie in ["json", "sse"] {
+        let transport = HttpClientTransport::new(&format!("{url}?{lie}"))
+            .expect("url")
+            .config(config.clone());
+        let client = within(builder(Some(ProtocolVersion::V2025_11_25)).connect_http(transport))
+            .await
+            .expect("connect");
+        let outcome = within(client.call_tool(CallToolParams::new("anything"))).await;
+        assert!(outcome.is_err(), "{lie}: {outcome:?}");
+        // The connection goes on serving.
+        within(client.ping()).await.expect("ping after the lie");
+        client.close();
+    }
+}
+
+#[tokio::test]
+async fn comments_for_ever_do_not_keep_a_call_alive_past_its_timeout() {
+    let (url, seen) = serve(liar).await;
+    let config = HttpClientConfig {
+        open_get_stream: false,
+        ..HttpClientConfig::default()
+    };
+    let transport = HttpClientTransport::new(&format!("{url}?comments"))
+        .expect("url")
+        .config(config);
+    let client = within(builder(Some(ProtocolVersion::V2025_11_25)).connect_http(transport))
+        .await
+        .expect("connect");
+    let started = Instant::now();
+    let options = CallOptions::new().timeout(Duration::from_millis(300));
+    let outcome = within(client.call_tool_with(CallToolParams::new("anything"), options)).await;
+    assert!(outcome.is_err(), "{outcome:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // The client let go of the stream.
+    within(async {
+        while count(&seen, "stream dropped") == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    within(client.ping()).await.expect("ping after the timeout");
 }
