@@ -15,6 +15,10 @@ use tokio::net::TcpStream;
 /// Whatever failed in a run (I/O, HTTP, an answer that is not what was expected).
 pub(crate) type Failure = Box<dyn std::error::Error + Send + Sync>;
 
+/// The longest a request may wait for its answer, or an answer's body to arrive whole: past
+/// it the session fails the run instead of hanging it.
+const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The revision the soak speaks.
 pub(crate) const REVISION: &str = "2025-11-25";
 
@@ -66,17 +70,23 @@ impl Connection {
             }
             None => Bytes::new(),
         };
-        self.sender.ready().await?;
-        Ok(self
-            .sender
-            .send_request(request.body(Full::new(body))?)
-            .await?)
+        let request = request.body(Full::new(body))?;
+        let exchange = async {
+            self.sender.ready().await?;
+            self.sender.send_request(request).await
+        };
+        Ok(tokio::time::timeout(ANSWER_WITHIN, exchange)
+            .await
+            .map_err(|_| "no answer within 30 s")??)
     }
 }
 
 /// The whole body of an answer as text.
 pub(crate) async fn text(response: Response<Incoming>) -> Result<String, Failure> {
-    let bytes = response.into_body().collect().await?.to_bytes();
+    let body = tokio::time::timeout(ANSWER_WITHIN, response.into_body().collect())
+        .await
+        .map_err(|_| "the body did not end within 30 s")??;
+    let bytes = body.to_bytes();
     Ok(String::from_utf8(bytes.to_vec())?)
 }
 

@@ -169,7 +169,8 @@ impl StreamableHttp {
             );
         }
         let router = router.merge(self.metadata_router());
-        if !self.state.config.legacy_sse {
+        // The legacy transport is a session by nature: a sessionless server does not serve it.
+        if !self.state.config.legacy_sse || self.state.config.sessionless {
             return router;
         }
         let (sse, messages) = (Arc::clone(&self.state), Arc::clone(&self.state));

@@ -136,9 +136,18 @@ impl Catalog {
                 .collect();
             (tools, index)
         })?;
+        // Renames and filters are for tools; prompts keep the prefix and mode only.
+        let prompt_policies: HashMap<String, NamePolicy> = policies
+            .iter()
+            .map(|(server, policy)| {
+                let mut policy = policy.clone();
+                policy.renames.clear();
+                (server.clone(), policy)
+            })
+            .collect();
         let (prompts, prompts_by_exposed) = name_all(
             servers,
-            policies,
+            &prompt_policies,
             max_len,
             |s| &s.prompts,
             |p| &p.name,
@@ -268,6 +277,15 @@ impl Catalog {
         let (prefix, raw) = super::uri::resolve(exposed)?;
         let server = self.uri_prefixes.get(prefix)?;
         Some((server.as_str(), raw))
+    }
+
+    /// [`Catalog::resolve_uri`], or the error a caller gets for a URI no server has.
+    pub(crate) fn route_uri<'a>(&self, exposed: &'a str) -> Result<(&str, &'a str), Error> {
+        self.resolve_uri(exposed).ok_or_else(|| {
+            Error::Rpc(barrel_mcp_types::ErrorObject::invalid_params(format!(
+                "no server has the URI {exposed:?}"
+            )))
+        })
     }
 
     /// The exposed form of `uri` on `server`, if the server is in the catalog.

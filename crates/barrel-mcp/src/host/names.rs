@@ -56,9 +56,9 @@ pub struct NamePolicy {
     pub mode: PrefixMode,
     /// Exposed names chosen for raw names (validated like exposed names, unique).
     pub renames: BTreeMap<String, String>,
-    /// Patterns of raw tool names to expose (`*` stands for any run of characters); empty
-    /// exposes every tool not denied.
-    pub allow: Vec<String>,
+    /// Patterns of raw tool names to expose (`*` stands for any run of characters); `None`
+    /// exposes every tool not denied, an empty list none.
+    pub allow: Option<Vec<String>>,
     /// Patterns of raw tool names never exposed (a deny wins over an allow). A hidden tool is
     /// not in the catalog, and a call to it is answered as one to an unknown tool.
     pub deny: Vec<String>,
@@ -95,7 +95,9 @@ impl NamePolicy {
     /// those already given).
     #[must_use]
     pub fn allow<S: Into<String>>(mut self, patterns: impl IntoIterator<Item = S>) -> Self {
-        self.allow.extend(patterns.into_iter().map(Into::into));
+        self.allow
+            .get_or_insert_with(Vec::new)
+            .extend(patterns.into_iter().map(Into::into));
         self
     }
 
@@ -109,12 +111,14 @@ impl NamePolicy {
     /// Whether the tool named `raw` is exposed under this policy.
     pub fn exposes_tool(&self, raw: &str) -> bool {
         let any = |patterns: &[String]| patterns.iter().any(|p| glob_matches(p, raw));
-        (self.allow.is_empty() || any(&self.allow)) && !any(&self.deny)
+        self.allow.as_deref().is_none_or(any) && !any(&self.deny)
     }
 
     /// The policy an entry of a servers file asks for, from its optional host keys:
-    /// `"prefix"`, and `"tools"` with `"allow"` and `"deny"` (lists of patterns) and
-    /// `"rename"` (an object from raw to exposed names). Other keys are the client's.
+    /// `"prefix"`, and `"tools"`: an object with `"allow"` and `"deny"` (lists of patterns)
+    /// and `"rename"` (an object from raw to exposed names), or a list of patterns to allow
+    /// (the shape other hosts write: `["*"]` every tool, `[]` none). Other keys are the
+    /// client's.
     pub fn from_entry(entry: &serde_json::Value) -> Result<Self, Error> {
         use serde_json::Value;
         let mut policy = Self::new();
@@ -124,15 +128,25 @@ impl NamePolicy {
                 .ok_or_else(|| Error::Definition("\"prefix\" must be a string".into()))?;
             policy = policy.prefix(prefix);
         }
-        let Some(tools) = entry.get("tools") else {
-            return Ok(policy);
+        let tools = match entry.get("tools") {
+            None => return Ok(policy),
+            Some(Value::Array(patterns)) => {
+                let patterns: Option<Vec<&str>> = patterns.iter().map(Value::as_str).collect();
+                let patterns = patterns.ok_or_else(|| {
+                    Error::Definition("\"tools\" as a list must list strings".into())
+                })?;
+                return Ok(policy.allow(patterns));
+            }
+            Some(Value::Object(tools)) => tools,
+            Some(_) => {
+                return Err(Error::Definition(
+                    "\"tools\" must be an object or a list of patterns".into(),
+                ));
+            }
         };
-        let tools = tools
-            .as_object()
-            .ok_or_else(|| Error::Definition("\"tools\" must be an object".into()))?;
-        let patterns = |key: &str| -> Result<Vec<String>, Error> {
+        let patterns = |key: &str| -> Result<Option<Vec<String>>, Error> {
             match tools.get(key) {
-                None => Ok(Vec::new()),
+                None => Ok(None),
                 Some(Value::Array(items)) => items
                     .iter()
                     .map(|item| {
@@ -140,13 +154,19 @@ impl NamePolicy {
                             Error::Definition(format!("\"tools.{key}\" must list strings"))
                         })
                     })
-                    .collect(),
+                    .collect::<Result<Vec<String>, Error>>()
+                    .map(Some),
                 Some(_) => Err(Error::Definition(format!(
                     "\"tools.{key}\" must be a list of patterns"
                 ))),
             }
         };
-        policy = policy.allow(patterns("allow")?).deny(patterns("deny")?);
+        if let Some(allow) = patterns("allow")? {
+            policy = policy.allow(allow);
+        }
+        if let Some(deny) = patterns("deny")? {
+            policy = policy.deny(deny);
+        }
         if let Some(renames) = tools.get("rename") {
             let renames = renames
                 .as_object()
@@ -528,14 +548,20 @@ mod tests {
         });
         let policy = NamePolicy::from_entry(&entry).unwrap();
         assert_eq!(policy.prefix.as_deref(), Some("gh"));
-        assert_eq!(policy.allow, ["*"]);
+        assert_eq!(policy.allow.as_deref(), Some(&["*".to_owned()][..]));
         assert_eq!(policy.deny, ["delete_*"]);
         assert_eq!(policy.renames["search"], "find");
         let plain = NamePolicy::from_entry(&serde_json::json!({"command": "x"})).unwrap();
-        assert!(plain.prefix.is_none() && plain.allow.is_empty() && plain.deny.is_empty());
+        assert!(plain.prefix.is_none() && plain.allow.is_none() && plain.deny.is_empty());
+        // The list shape of other hosts: the tools to allow; `[]` allows none.
+        let listed = NamePolicy::from_entry(&serde_json::json!({"tools": ["get_*"]})).unwrap();
+        assert!(listed.exposes_tool("get_issue") && !listed.exposes_tool("delete_issue"));
+        let none = NamePolicy::from_entry(&serde_json::json!({"tools": []})).unwrap();
+        assert!(!none.exposes_tool("get_issue"));
         for (bad, key) in [
             (serde_json::json!({"prefix": 3}), "prefix"),
-            (serde_json::json!({"tools": []}), "tools"),
+            (serde_json::json!({"tools": 3}), "tools"),
+            (serde_json::json!({"tools": [1]}), "tools"),
             (serde_json::json!({"tools": {"deny": "x"}}), "tools.deny"),
             (serde_json::json!({"tools": {"allow": [1]}}), "tools.allow"),
             (

@@ -345,11 +345,7 @@ impl Host {
     /// template makes it) from its server; the URIs in the contents come back exposed.
     pub async fn read_resource(&self, exposed: &str) -> Result<ReadResourceResult, Error> {
         let catalog = self.catalog();
-        let (server, raw) = catalog.resolve_uri(exposed).ok_or_else(|| {
-            Error::Rpc(ErrorObject::invalid_params(format!(
-                "no server has the URI {exposed:?}"
-            )))
-        })?;
+        let (server, raw) = catalog.route_uri(exposed)?;
         let client = self.connected(server)?;
         let mut result = client.read_resource(ReadResourceParams::new(raw)).await?;
         for contents in &mut result.contents {
@@ -401,11 +397,7 @@ impl Host {
                 entry.server.clone()
             }
             CompletionReference::Resource { uri } => {
-                let (server, raw) = catalog.resolve_uri(uri).ok_or_else(|| {
-                    Error::Rpc(ErrorObject::invalid_params(format!(
-                        "no server has the URI template {uri:?}"
-                    )))
-                })?;
+                let (server, raw) = catalog.route_uri(uri)?;
                 let server = server.to_owned();
                 *uri = raw.to_owned();
                 server

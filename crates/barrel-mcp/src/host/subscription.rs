@@ -2,7 +2,7 @@
 //! on the server behind it (in any revision, as [`Client::subscribe`] does), and hands out each
 //! update with its URI exposed again.
 
-use barrel_mcp_types::{ErrorObject, ResourceUpdatedParams};
+use barrel_mcp_types::ResourceUpdatedParams;
 
 use super::Host;
 use crate::Error;
@@ -55,11 +55,7 @@ impl Host {
     /// server is not connected, or it does not offer subscriptions.
     pub async fn subscribe(&self, exposed: &str) -> Result<HostSubscription, Error> {
         let catalog = self.catalog();
-        let (server, raw) = catalog.resolve_uri(exposed).ok_or_else(|| {
-            Error::Rpc(ErrorObject::invalid_params(format!(
-                "no server has the URI {exposed:?}"
-            )))
-        })?;
+        let (server, raw) = catalog.route_uri(exposed)?;
         let client = self.connected(server)?;
         let updates = client.subscribe(raw).await?;
         Ok(HostSubscription {

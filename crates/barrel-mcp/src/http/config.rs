@@ -56,9 +56,10 @@ pub struct HttpConfig {
     /// no capabilities. What needs a session is not offered: no GET stream or DELETE (405),
     /// no list-change notifications, resource subscriptions or tasks (left out of the
     /// `initialize` result); questions to the client (sampling, elicitation, roots) are
-    /// refused; progress and log messages of a request travel on its own SSE answer. Any
-    /// process can answer any request, so a replicated service needs no shared session
-    /// store. 2026-07-28 is stateless either way. Default false.
+    /// refused; progress and log messages of a request travel on its own SSE answer. The
+    /// legacy HTTP+SSE endpoint ([`legacy_sse`](Self::legacy_sse)) is a session by nature and
+    /// is not served. Any process can answer any request, so a replicated service needs no
+    /// shared session store. 2026-07-28 is stateless either way. Default false.
     pub sessionless: bool,
     /// The largest request body; a larger one is refused with 413 before it is parsed.
     /// Default 4 MiB.

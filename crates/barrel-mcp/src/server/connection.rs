@@ -155,7 +155,8 @@ impl Handler for Connection {
         let scope = Scope {
             version: session.version,
             client_capabilities: Arc::clone(&session.client_capabilities),
-            client_info: Some(Arc::clone(&session.client_info)),
+            // A sessionless request's stand-in session knows no client.
+            client_info: (!session.detached).then(|| Arc::clone(&session.client_info)),
             session: Some(session),
             request_log_level: None,
         };

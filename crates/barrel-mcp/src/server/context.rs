@@ -313,7 +313,8 @@ impl Ctx {
 
     /// The session this request belongs to, as a handle that may outlive the handler (to log,
     /// report progress, notify list changes or ask the client from a background task); `None`
-    /// in 2026-07-28, which has no sessions (see [`SessionHandle`]).
+    /// in 2026-07-28, which has no sessions (see [`SessionHandle`]), and on a sessionless
+    /// server (`HttpConfig::sessionless`).
     ///
     /// Example: [`Ctx`].
     pub fn session(&self) -> Option<SessionHandle> {
@@ -326,7 +327,7 @@ impl Ctx {
     }
 
     /// The id of the session this request belongs to ([`Server::session`] finds it); `None`
-    /// in 2026-07-28.
+    /// in 2026-07-28 and on a sessionless server.
     ///
     /// Example: [`Ctx`].
     pub fn session_id(&self) -> Option<&str> {

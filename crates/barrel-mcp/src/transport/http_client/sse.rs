@@ -147,7 +147,10 @@ impl SseDecoder {
                 self.has_data = true;
             }
             "event" => self.event = Some(value.to_owned()),
-            "id" if !value.contains('\0') => self.pending_id = Some(value.to_owned()),
+            // An empty id clears the resumption point (no `Last-Event-ID` is sent).
+            "id" if !value.contains('\0') => {
+                self.pending_id = (!value.is_empty()).then(|| value.to_owned());
+            }
             "retry" => {
                 if let Ok(ms) = value.parse::<u64>() {
                     self.retry = Some(Duration::from_millis(ms));
@@ -231,6 +234,9 @@ mod tests {
         assert_eq!(decoder.last_event_id(), Some("s.7"));
         decode(&mut decoder, b"\n");
         assert_eq!(decoder.last_event_id(), Some("s.8"));
+        // An empty id clears it, as the SSE standard says.
+        decode(&mut decoder, b"id:\ndata: x\n\n");
+        assert_eq!(decoder.last_event_id(), None);
     }
 
     #[test]

@@ -123,12 +123,20 @@ async fn a_policy_hides_renames_and_prefixes_one_servers_tools() {
         let policy = NamePolicy::new()
             .prefix("a")
             .deny(["dotted*"])
-            .rename("echo", "say");
+            .rename("echo", "say")
+            .rename("cite", "quote");
         let host = Host::with_naming(clients, HashMap::from([("alpha".to_owned(), policy)]), 64);
         let catalog = host.refresh().await.expect("catalog");
         let names: Vec<&str> = catalog.tools().iter().map(|t| t.exposed.as_str()).collect();
         assert_eq!(names, ["beta__dotted_name", "beta__echo", "say"]);
         assert_eq!(catalog.resources()[0].item.uri, "a+memo://readme");
+        // Renames are for tools: the prompt of the same raw name keeps its prefixed name.
+        let prompts: Vec<&str> = catalog
+            .prompts()
+            .iter()
+            .map(|p| p.exposed.as_str())
+            .collect();
+        assert_eq!(prompts, ["a__cite", "beta__cite"]);
         // A hidden tool is an unknown one, whatever name a model guesses for it.
         let calls = format::calls(
             Provider::Anthropic,

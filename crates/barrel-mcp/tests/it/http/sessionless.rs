@@ -112,6 +112,16 @@ async fn what_needs_a_session_is_refused_clearly() {
     assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
     let delete = client.send(Method::DELETE, &version, None).await;
     assert_eq!(delete.status(), StatusCode::METHOD_NOT_ALLOWED);
+    // The legacy HTTP+SSE transport is a session by nature: not served.
+    let legacy = client
+        .send_to(
+            Method::GET,
+            "/sse",
+            &[("accept", "text/event-stream")],
+            None,
+        )
+        .await;
+    assert_eq!(legacy.status(), StatusCode::NOT_FOUND);
     // No subscription.
     let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
                            "params": {"uri": "test://static"}});
