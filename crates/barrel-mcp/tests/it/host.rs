@@ -72,25 +72,7 @@ fn server(name: &'static str) -> Server {
 
 /// A registry supervising `names`, each an in-memory server; waits until all are connected.
 async fn clients(names: &[&'static str]) -> Clients {
-    let clients = Clients::new();
-    for name in names {
-        let server = server(name);
-        clients.start(
-            *name,
-            Client::builder().name("host-test", "1.0.0"),
-            Backoff::default(),
-            move || {
-                let (a, b) = memory();
-                let server = server.clone();
-                tokio::spawn(async move { server.serve(b).await });
-                async move { Ok(a) }
-            },
-        );
-    }
-    for name in names {
-        within(clients.connected(name)).await.expect("connected");
-    }
-    clients
+    requests::servers(names).await.0
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use crate::support::within;
 
 /// A registry over in-memory servers named `names`, and the servers themselves (to make them
 /// send notifications).
-async fn servers(names: &[&'static str]) -> (Clients, HashMap<&'static str, Server>) {
+pub(super) async fn servers(names: &[&'static str]) -> (Clients, HashMap<&'static str, Server>) {
     let clients = Clients::new();
     let mut servers = HashMap::new();
     for name in names {
