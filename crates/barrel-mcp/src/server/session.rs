@@ -42,9 +42,16 @@ impl Session {
 
     /// The stand-in for one request of a sessionless server on `version`.
     pub(crate) fn detached(version: ProtocolVersion) -> Self {
+        let params = InitializeParams::default();
         Self {
+            // Never registered or named to anyone: no random id is drawn per request.
+            id: String::new(),
+            version,
+            client_capabilities: Arc::new(params.capabilities),
+            client_info: Arc::new(params.client_info),
+            log_level: Mutex::new(None),
+            subscriptions: Mutex::new(HashSet::new()),
             detached: true,
-            ..Self::new(version, InitializeParams::default())
         }
     }
 
