@@ -42,8 +42,11 @@ use crate::transport::Transport;
 
 mod connection;
 mod inbound;
+#[cfg(feature = "http-server")]
+pub(crate) mod one_request;
 mod outbound;
 mod shared;
+mod unwind;
 
 use shared::Shared;
 
@@ -118,6 +121,13 @@ pub trait Handler: Send + Sync + 'static {
     /// (spawn a task to await anything). `notifications/cancelled`, and `notifications/progress`
     /// for the local side's own requests, are handled by the peer and never reach this method.
     fn on_notification(&self, notification: Notification, peer: &Peer);
+
+    /// Called when the other side cancels inbound request `id` (`notifications/cancelled` for
+    /// a request in flight): its handler's token has fired and its outcome will not be sent.
+    /// Called on the read loop, so it must not block.
+    fn on_cancelled(&self, id: &RequestId) {
+        let _ = id;
+    }
 
     /// Called once when the connection has ended.
     fn on_close(&self) {}

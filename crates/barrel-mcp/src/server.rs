@@ -54,6 +54,10 @@ use crate::transport::Transport;
 
 pub use builder::ServerBuilder;
 pub use completion::{Completer, CompletionRequest};
+#[cfg(feature = "http-server")]
+pub(crate) use connection::SessionEvents;
+#[cfg(feature = "http-server")]
+pub(crate) use context::Scope;
 pub use context::{Ctx, KeyedInput};
 pub use custom::RequestHandler;
 use events::ServerEvent;
@@ -63,9 +67,11 @@ pub use handler::{
 };
 use registry::Registry;
 use request_state::RequestStateCodec;
+#[cfg(feature = "http-server")]
+pub(crate) use session::{read_initialize, serve_sessionless};
 pub use session_handle::SessionHandle;
 #[cfg(feature = "http-server")]
-pub(crate) use stateless::unsupported_version;
+pub(crate) use stateless::{Envelope, claims_version, serve as serve_stateless};
 pub use typed::{IntoPromptResult, IntoResourceContents};
 
 /// Limits and defaults of a server. Every field has a documented default.
@@ -257,21 +263,20 @@ impl Server {
         transport: T,
         stop: CancellationToken,
     ) -> crate::Result<()> {
-        self.serve_connection(connection::Connection::new(self.clone()), transport, stop)
-            .await
+        let connection = connection::Connection::new(self.clone(), None);
+        self.serve_connection(connection, transport, stop).await
     }
 
-    /// Serves one request of a sessionless server on its own connection, in the sessionful
-    /// revision `version` (see `HttpConfig::sessionless`): `initialize` opens nothing, and
-    /// every other request is served as if in a session that ends with it.
+    /// [`Server::serve_until`] for a transport that carries a session over many exchanges
+    /// and hears of the session's life through `events`.
     #[cfg(feature = "http-server")]
-    pub(crate) async fn serve_sessionless_until<T: Transport>(
+    pub(crate) async fn serve_session<T: Transport>(
         &self,
-        version: barrel_mcp_types::ProtocolVersion,
         transport: T,
         stop: CancellationToken,
+        events: Arc<dyn SessionEvents>,
     ) -> crate::Result<()> {
-        let connection = connection::Connection::sessionless(self.clone(), version);
+        let connection = connection::Connection::new(self.clone(), Some(events));
         self.serve_connection(connection, transport, stop).await
     }
 

@@ -108,6 +108,7 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
         vec![first],
         attached.live,
         |event: Bytes| event,
+        |_| false,
         config.keep_alive,
         Some(guard),
     ))

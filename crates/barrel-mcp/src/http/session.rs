@@ -7,18 +7,23 @@
 //! (`list_changed`, `resources/updated`, requests not made for a request) to the session's GET
 //! stream. The client's answers to server requests arrive as new POSTs into the same reader, so
 //! the peer correlates them as on any other transport.
+//!
+//! The session reads no protocol message: what it must know of its life (the client sent
+//! `notifications/initialized`, the `initialize` that opened it was refused, a request was
+//! cancelled) the server tells it through [`SessionEvents`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use barrel_mcp_types::{Message, ProtocolVersion, Request, RequestId};
+use barrel_mcp_types::{Message, Request, RequestId};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::sse::{self, Attached, EventStream, Limits};
 use crate::Error;
+use crate::server::SessionEvents;
 use crate::transport::{Caller, Frame, MessageReader, MessageWriter, Outgoing};
 
 /// One message POSTed to a session, with who sent it.
@@ -48,8 +53,8 @@ pub(crate) struct HttpSession {
 
 #[derive(Debug)]
 struct Routing {
-    /// The `initialize` that created the session, until it is answered.
-    init_request: Option<RequestId>,
+    /// A refused `initialize`: the session ends once its answer is out.
+    ends_after: Option<RequestId>,
     by_request: HashMap<RequestId, Route>,
     streams: BTreeMap<u64, EventStream>,
     next_stream: u64,
@@ -104,7 +109,7 @@ impl HttpSession {
             legacy,
             inbound: Mutex::new(Some(inbound)),
             routing: Mutex::new(Routing {
-                init_request: None,
+                ends_after: None,
                 by_request: HashMap::new(),
                 streams: BTreeMap::new(),
                 next_stream: GET_STREAM + 1,
@@ -152,11 +157,6 @@ impl HttpSession {
                 .any(|route| matches!(route, Route::Json(waiting) if !waiting.is_closed()))
     }
 
-    /// Marks `id` as the `initialize` request that opened the session.
-    pub(crate) fn set_init_request(&self, id: RequestId) {
-        self.routing().init_request = Some(id);
-    }
-
     /// Hands a request from `caller` to the session; its answer comes through the returned
     /// [`Reply`].
     pub(crate) async fn request(
@@ -202,23 +202,6 @@ impl HttpSession {
         message: Message,
         caller: Option<Arc<Caller>>,
     ) -> Result<(), Refused> {
-        if let Message::Notification(notification) = &message {
-            match notification.method.as_str() {
-                "notifications/initialized" => self.initialized.store(true, Ordering::Release),
-                // The handler is aborted by the peer; its stream ends here without a response.
-                "notifications/cancelled" => {
-                    let id = notification
-                        .params
-                        .as_ref()
-                        .and_then(|p| p.get("requestId"))
-                        .and_then(RequestId::from_value);
-                    if let Some(id) = id {
-                        self.end_request(&id);
-                    }
-                }
-                _ => {}
-            }
-        }
         self.feed(message, caller).await
     }
 
@@ -298,9 +281,10 @@ impl HttpSession {
             Message::Response(response) => response.id.clone(),
             _ => None,
         };
-        if answers.is_some() && answers == routing.init_request {
-            routing.init_request = None;
-            self.on_initialize_answer(&message);
+        if answers.is_some() && answers == routing.ends_after {
+            tracing::debug!(session = %self.id, "initialize refused; the session ends");
+            routing.ends_after = None;
+            self.kill.cancel();
         }
         let destination = if self.legacy {
             // One stream carries everything, responses included.
@@ -336,23 +320,21 @@ impl HttpSession {
             Destination::Nowhere(why) => tracing::debug!("{why}; dropped"),
         }
     }
+}
 
-    /// A session whose `initialize` failed is ended once the answer is out.
-    fn on_initialize_answer(&self, message: &Message) {
-        let Message::Response(response) = message else {
-            return;
-        };
-        let version = response
-            .outcome
-            .as_ref()
-            .ok()
-            .and_then(|result| result.get("protocolVersion"))
-            .and_then(|v| v.as_str())
-            .and_then(ProtocolVersion::parse);
-        if version.is_none() {
-            tracing::debug!(session = %self.id, "initialize failed; the session ends");
-            self.kill.cancel();
-        }
+/// The server tells the session of its life (see [`SessionEvents`]).
+impl SessionEvents for HttpSession {
+    fn initialized(&self) {
+        self.initialized.store(true, Ordering::Release);
+    }
+
+    fn refused(&self, id: &RequestId) {
+        self.routing().ends_after = Some(id.clone());
+    }
+
+    /// The handler is cancelled by the peer; the request's stream ends here without a response.
+    fn cancelled(&self, id: &RequestId) {
+        self.end_request(id);
     }
 }
 

@@ -11,11 +11,10 @@
 use std::sync::Arc;
 
 use axum::response::Response;
-use barrel_mcp_types::{ErrorObject, InitializeParams, Message, ProtocolVersion};
+use barrel_mcp_types::{ErrorObject, Message, ProtocolVersion};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::reply::{self, Accepts};
@@ -44,7 +43,7 @@ pub(crate) async fn post(
         && !parts.headers.contains_key(reply::SESSION_ID);
     if opens
         && let Message::Request(request) = &message
-        && let Err(error) = check_initialize(request.params.as_ref())
+        && let Err(error) = crate::server::read_initialize(request.params.as_ref())
     {
         // Refused before a session exists: nothing is allocated for it.
         return reply::error(StatusCode::BAD_REQUEST, Some(request.id.clone()), error);
@@ -60,11 +59,6 @@ pub(crate) async fn post(
             Err(response) => return response,
         }
     };
-    if let Message::Request(request) = &message
-        && opens
-    {
-        session.set_init_request(request.id.clone());
-    }
     session.touch();
     let mut response = match message {
         Message::Request(request) => {
@@ -77,6 +71,7 @@ pub(crate) async fn post(
                         attached.initial,
                         attached.live,
                         |event: Bytes| event,
+                        |_| false,
                         state.config.keep_alive,
                         None,
                     ))
@@ -105,18 +100,6 @@ pub(crate) async fn post(
         response.headers_mut().insert(reply::SESSION_ID, value);
     }
     response
-}
-
-/// Whether `initialize`'s params are well formed (the session's server decodes them again).
-pub(super) fn check_initialize(params: Option<&Value>) -> Result<(), ErrorObject> {
-    let Some(params) = params else {
-        return Err(ErrorObject::invalid_params(
-            "invalid params: initialize needs params",
-        ));
-    };
-    InitializeParams::deserialize(params)
-        .map(drop)
-        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 /// GET: the session's stream for server-initiated messages, or a resumed stream.
@@ -158,6 +141,7 @@ pub(crate) fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response 
         attached.initial,
         attached.live,
         |event: Bytes| event,
+        |_| false,
         state.config.keep_alive,
         None,
     ));

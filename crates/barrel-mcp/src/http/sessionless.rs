@@ -1,6 +1,6 @@
 //! POST for a sessionless server ([`HttpConfig::sessionless`](super::HttpConfig::sessionless))
-//! in the sessionful revisions: no session is opened or looked up; every request runs on a
-//! connection of its own, as a 2026-07-28 request does, in the revision it names.
+//! in the sessionful revisions: no session is opened or looked up; every request is served on
+//! its own, as a 2026-07-28 request is, in the revision it names.
 
 use std::sync::Arc;
 
@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::State;
 use super::reply::{self, Accepts};
-use super::{sessionful, stateless};
+use super::sessionful;
+use super::stateless::{self, Era};
+use crate::server;
 use crate::transport::Caller;
 
 /// The revision of a request that names none (what the spec tells a server to assume).
@@ -36,11 +38,11 @@ pub(crate) async fn post(
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };
     if request.method == "initialize"
-        && let Err(error) = sessionful::check_initialize(request.params.as_ref())
+        && let Err(error) = server::read_initialize(request.params.as_ref())
     {
         return reply::error(StatusCode::BAD_REQUEST, Some(request.id), error);
     }
     // `initialize` negotiates from its params; every other request is in the revision it names.
     let version = header.unwrap_or(WITHOUT_HEADER);
-    stateless::serve(state, accepts, request, caller, Some(version)).await
+    stateless::serve(state, accepts, request, caller, Era::Sessionless(version)).await
 }

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use super::config::HttpConfig;
 use super::session::{HttpSession, Quota, SessionReader, SessionWriter};
 use super::sse::Limits;
-use crate::server::Server;
+use crate::server::{Server, SessionEvents};
 
 /// Why a session could not be created.
 #[derive(Debug)]
@@ -132,7 +132,8 @@ impl Sessions {
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
         self.tasks.spawn(async move {
             let stop = watched.kill.clone();
-            let serve = server.serve_until(transport, stop.clone());
+            let events: Arc<dyn SessionEvents> = watched.clone();
+            let serve = server.serve_session(transport, stop.clone(), events);
             tokio::pin!(serve);
             let result = tokio::select! {
                 result = &mut serve => result,

@@ -249,12 +249,14 @@ pub(crate) fn plain_event(message: &Message) -> Bytes {
 }
 
 /// The body of an SSE response: `initial` events, then live ones (framed by `frame`) until the
-/// sender is gone, with a `:` comment whenever the stream was idle for `keep_alive`. `guard` is
-/// dropped with the body (the client went away, or the stream ended).
+/// sender is gone or an item `ends` the stream, with a `:` comment whenever the stream was idle
+/// for `keep_alive`. `guard` is dropped with the body (the client went away, or the stream
+/// ended).
 pub(crate) fn body<T: Send + 'static>(
     initial: Vec<Bytes>,
     live: Option<mpsc::Receiver<T>>,
     frame: fn(T) -> Bytes,
+    ends: fn(&T) -> bool,
     keep_alive: Duration,
     guard: Option<DropGuard>,
 ) -> Body {
@@ -262,6 +264,7 @@ pub(crate) fn body<T: Send + 'static>(
         initial: VecDeque<Bytes>,
         live: Option<mpsc::Receiver<T>>,
         frame: fn(T) -> Bytes,
+        ends: fn(&T) -> bool,
         keep_alive: Duration,
         _guard: Option<DropGuard>,
     }
@@ -274,6 +277,7 @@ pub(crate) fn body<T: Send + 'static>(
         initial,
         live,
         frame,
+        ends,
         keep_alive,
         _guard: guard,
     };
@@ -283,7 +287,14 @@ pub(crate) fn body<T: Send + 'static>(
         }
         let live = state.live.as_mut()?;
         let next = tokio::select! {
-            item = live.recv() => (state.frame)(item?),
+            item = live.recv() => {
+                let item = item?;
+                if (state.ends)(&item) {
+                    // The last event: the stream ends after it.
+                    state.live = None;
+                }
+                (state.frame)(item)
+            }
             () = tokio::time::sleep(state.keep_alive) => Bytes::from_static(b":\n\n"),
         };
         Some((Ok(next), state))

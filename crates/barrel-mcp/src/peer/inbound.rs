@@ -1,11 +1,7 @@
 //! The read loop: inbound requests, notifications, responses and undecodable frames.
 
-use std::any::Any;
-use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use barrel_mcp_types::jsonrpc::DecodeError;
 use barrel_mcp_types::method::names::INITIALIZE;
@@ -13,6 +9,7 @@ use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId, R
 use serde_json::Value;
 
 use super::shared::{CANCELLED, PROGRESS, Shared, lock};
+use super::unwind::{self, panic_text};
 use super::{Handler, Peer, RequestContext};
 use crate::Error;
 use crate::transport::{Caller, MessageReader};
@@ -52,20 +49,7 @@ async fn on_request(
 ) {
     let shared = &peer.shared;
     let id = request.id.clone();
-    if let RequestId::String(text) = &id
-        && text.len() > shared.config.max_request_id_length
-    {
-        let limit = shared.config.max_request_id_length;
-        tracing::debug!(
-            length = text.len(),
-            limit,
-            method = %request.method,
-            "request refused: its id is too long"
-        );
-        let error = ErrorObject::invalid_request(format!(
-            "request id too long ({} bytes, at most {limit})",
-            text.len()
-        ));
+    if let Some(error) = id_too_long(&shared.config, &request) {
         // Not in flight: nothing to take out of the table afterwards.
         shared
             .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
@@ -109,20 +93,13 @@ async fn on_request(
         peer: peer.related_to(id.clone()),
         caller,
     };
-    let started = catch_unwind(AssertUnwindSafe(|| handler.on_request(request, cx)));
+    let started = unwind::start(|| handler.on_request(request, cx));
     let mut handlers = lock(&shared.handlers);
     // Forget the handlers that have finished, so the set stays as small as what runs.
     while handlers.try_join_next().is_some() {}
     let shared = Arc::clone(shared);
     handlers.spawn(async move {
-        let outcome = match started {
-            Ok(future) => CatchUnwind(future).await,
-            Err(panic) => Err(panic),
-        };
-        let outcome = outcome.unwrap_or_else(|panic| {
-            tracing::error!(%id, %method, panic = panic_text(&*panic), "request handler panicked");
-            Err(ErrorObject::internal("internal error"))
-        });
+        let outcome = unwind::outcome(started, &id, &method).await;
         lock(&shared.in_flight).remove(&id);
         if cancel.is_cancelled() {
             tracing::debug!(%id, %method, "request cancelled; its outcome is not sent");
@@ -137,10 +114,37 @@ async fn on_request(
     });
 }
 
+/// -32600 for a string id longer than [`PeerConfig::max_request_id_length`](super::PeerConfig):
+/// such an id is never kept in a table or written to the logs.
+pub(super) fn id_too_long(config: &super::PeerConfig, request: &Request) -> Option<ErrorObject> {
+    let RequestId::String(text) = &request.id else {
+        return None;
+    };
+    let limit = config.max_request_id_length;
+    if text.len() <= limit {
+        return None;
+    }
+    tracing::debug!(
+        length = text.len(),
+        limit,
+        method = %request.method,
+        "request refused: its id is too long"
+    );
+    Some(ErrorObject::invalid_request(format!(
+        "request id too long ({} bytes, at most {limit})",
+        text.len()
+    )))
+}
+
 fn on_notification(notification: Notification, handler: &dyn Handler, peer: &Peer) {
     let shared = &peer.shared;
     match notification.method.as_str() {
-        CANCELLED => return cancel_in_flight(shared, notification.params.as_ref()),
+        CANCELLED => {
+            if let Some(id) = cancel_in_flight(shared, notification.params.as_ref()) {
+                handler.on_cancelled(&id);
+            }
+            return;
+        }
         PROGRESS if shared.route_progress(notification.params.as_ref()) => return,
         _ => {}
     }
@@ -154,12 +158,13 @@ fn on_notification(notification: Notification, handler: &dyn Handler, peer: &Pee
 }
 
 /// Handles `notifications/cancelled`: cancels the named request's token, which also keeps its
-/// outcome from being sent. Unknown or finished ids are ignored, as the spec asks.
-fn cancel_in_flight(shared: &Shared, params: Option<&Value>) {
+/// outcome from being sent, and returns its id. Unknown or finished ids are ignored, as the
+/// spec asks.
+fn cancel_in_flight(shared: &Shared, params: Option<&Value>) -> Option<RequestId> {
     let params = params.unwrap_or(&Value::Null);
     let Some(id) = params.get("requestId").and_then(RequestId::from_value) else {
         tracing::debug!("notifications/cancelled without a usable requestId; ignored");
-        return;
+        return None;
     };
     let reason = params.get("reason").and_then(Value::as_str).unwrap_or("");
     match lock(&shared.in_flight).get(&id) {
@@ -167,9 +172,16 @@ fn cancel_in_flight(shared: &Shared, params: Option<&Value>) {
             tracing::debug!(%id, reason, "request cancelled by the other side");
             token.cancel();
         }
-        Some(None) => tracing::debug!(%id, "initialize is never cancelled; ignored"),
-        None => tracing::debug!(%id, "cancellation for no request in flight; ignored"),
+        Some(None) => {
+            tracing::debug!(%id, "initialize is never cancelled; ignored");
+            return None;
+        }
+        None => {
+            tracing::debug!(%id, "cancellation for no request in flight; ignored");
+            return None;
+        }
     }
+    Some(id)
 }
 
 async fn on_decode_error(error: DecodeError, shared: &Shared) {
@@ -182,33 +194,6 @@ async fn on_decode_error(error: DecodeError, shared: &Shared) {
                 let message = format!("malformed response: {}", error.error.message);
                 shared.fail(id, Error::Protocol(message));
             }
-        }
-    }
-}
-
-/// The panic message, for the local log only; it is never sent to the other side.
-fn panic_text(panic: &(dyn Any + Send)) -> &str {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        text
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text
-    } else {
-        "(not a string)"
-    }
-}
-
-/// Polls a future, turning a panic into an `Err` instead of unwinding through the task.
-struct CatchUnwind<F>(F);
-
-impl<F: Future + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Box<dyn Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *inner).poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Err(panic) => Poll::Ready(Err(panic)),
         }
     }
 }

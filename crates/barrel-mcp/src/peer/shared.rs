@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use barrel_mcp_types::{Message, RequestId};
 
@@ -43,6 +44,13 @@ pub(super) struct Shared {
     pub(super) active: AtomicUsize,
     /// Woken each time an inbound request's outcome is queued.
     pub(super) request_done: Notify,
+    /// False for a handle of one request served without a connection: nothing reads the
+    /// other side's answers, so it sends no requests.
+    pub(super) reads_responses: bool,
+    /// How long a send may wait for room in `outbound` before the connection is closed (the
+    /// other side stopped reading); `None` waits as long as it takes (the write loop drains
+    /// the queue).
+    pub(super) send_limit: Option<Duration>,
 }
 
 impl Shared {
@@ -58,12 +66,32 @@ impl Shared {
             input_ended: CancellationToken::new(),
             active: AtomicUsize::new(0),
             request_done: Notify::new(),
+            reads_responses: true,
+            send_limit: None,
+        }
+    }
+
+    /// The state of one request served without a connection (see `peer/one_request.rs`).
+    #[cfg(feature = "http-server")]
+    pub(super) fn one_request(
+        config: PeerConfig,
+        outbound: mpsc::Sender<Outgoing>,
+        closed: CancellationToken,
+        input_ended: CancellationToken,
+        send_limit: Duration,
+    ) -> Self {
+        Self {
+            closed,
+            input_ended,
+            reads_responses: false,
+            send_limit: Some(send_limit),
+            ..Self::new(config, outbound)
         }
     }
 
     /// True while responses to our requests can still arrive.
     pub(super) fn accepts_responses(&self) -> bool {
-        !self.closed.is_cancelled() && !self.input_ended.is_cancelled()
+        self.reads_responses && !self.closed.is_cancelled() && !self.input_ended.is_cancelled()
     }
 
     /// The input ended: fail every pending outbound request (no answer can come) while inbound
@@ -97,12 +125,7 @@ impl Shared {
 
     /// Queues a message; drops it (with a debug log) when the connection is gone.
     pub(super) async fn enqueue(&self, message: Message, related: Option<RequestId>) {
-        if self
-            .outbound
-            .send(Outgoing { message, related })
-            .await
-            .is_err()
-        {
+        if self.send(Outgoing { message, related }).await.is_err() {
             tracing::debug!("connection closed; outbound message dropped");
         }
     }
@@ -117,10 +140,29 @@ impl Shared {
             return Err(Error::Closed);
         }
         let message = Message::notification(method, params);
-        self.outbound
-            .send(Outgoing { message, related })
-            .await
-            .map_err(|_| Error::Closed)
+        self.send(Outgoing { message, related }).await
+    }
+
+    /// Puts one message on the outbound queue, within `send_limit` when there is one.
+    pub(super) async fn send(&self, outgoing: Outgoing) -> Result<(), Error> {
+        let Some(limit) = self.send_limit else {
+            return self
+                .outbound
+                .send(outgoing)
+                .await
+                .map_err(|_| Error::Closed);
+        };
+        if self.closed.is_cancelled() {
+            return Err(Error::Closed);
+        }
+        match tokio::time::timeout(limit, self.outbound.send(outgoing)).await {
+            Ok(sent) => sent.map_err(|_| Error::Closed),
+            Err(_) => {
+                tracing::debug!("the other side stopped reading; the request is dropped");
+                self.shutdown();
+                Err(Error::Closed)
+            }
+        }
     }
 
     /// Marks the connection ended and fails every pending outbound request. Idempotent.

@@ -3,10 +3,13 @@
 //! A request whose `_meta` claims a revision is served statelessly whatever came before it on
 //! the connection; `initialize` opens a session; anything else before `initialize` gets an error
 //! and the connection keeps serving (no first message makes the server exit).
+//!
+//! A transport that carries a session over many exchanges (Streamable HTTP) hears of the
+//! session's life from here, through [`SessionEvents`], instead of reading the protocol itself.
 
 use std::sync::{Arc, Mutex};
 
-use barrel_mcp_types::{ErrorObject, InitializeParams, Notification, ProtocolVersion, Request};
+use barrel_mcp_types::{ErrorObject, Notification, Request, RequestId};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -18,18 +21,27 @@ use super::session_handle::SessionHandle;
 use super::{dispatch, stateless};
 use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
 
+/// What the server tells the transport of a session about that session's life.
+pub(crate) trait SessionEvents: Send + Sync {
+    /// The client sent `notifications/initialized`: the session is in use.
+    fn initialized(&self);
+    /// The `initialize` that opened the connection was refused: the session ends once the
+    /// answer to request `id` is out.
+    fn refused(&self, id: &RequestId);
+    /// The client cancelled request `id`: it will not be answered.
+    fn cancelled(&self, id: &RequestId);
+}
+
 /// The server's side of one connection.
 pub(crate) struct Connection {
     server: Server,
     state: Mutex<State>,
+    events: Option<Arc<dyn SessionEvents>>,
 }
 
 enum State {
     /// No session yet.
     Opening,
-    /// A sessionless server's request on `version`: `initialize` is answered without opening
-    /// anything, and every other request is served in a detached stand-in session.
-    Sessionless(ProtocolVersion),
     /// `initialize` answered; `forwarding` once `notifications/initialized` arrived.
     Session {
         session: Arc<Session>,
@@ -38,19 +50,13 @@ enum State {
 }
 
 impl Connection {
-    pub(crate) fn new(server: Server) -> Self {
+    /// A connection whose transport, when it carries a session, is told of its life through
+    /// `events`.
+    pub(crate) fn new(server: Server, events: Option<Arc<dyn SessionEvents>>) -> Self {
         Self {
             server,
             state: Mutex::new(State::Opening),
-        }
-    }
-
-    /// A connection for one request of a sessionless server, in the sessionful revision
-    /// `version` (see [`HttpConfig::sessionless`](crate::http::HttpConfig::sessionless)).
-    pub(crate) fn sessionless(server: Server, version: ProtocolVersion) -> Self {
-        Self {
-            server,
-            state: Mutex::new(State::Sessionless(version)),
+            events,
         }
     }
 
@@ -61,13 +67,8 @@ impl Connection {
     }
 
     fn initialize(&self, params: Option<Value>, peer: &Peer) -> Result<Value, ErrorObject> {
-        let params: InitializeParams = dispatch::decode(params)?;
+        let params = session::read_initialize(params.as_ref())?;
         let mut state = self.state();
-        if let State::Sessionless(_) = *state {
-            let version = session::negotiate(&params.protocol_version);
-            let result = session::sessionless_initialize_result(&self.server, version);
-            return serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()));
-        }
         if matches!(*state, State::Session { .. }) {
             return Err(ErrorObject::invalid_request(
                 "the session is already initialized",
@@ -123,25 +124,30 @@ impl Handler for Connection {
         if let Some(meta) =
             stateless::request_meta(params).filter(|_| stateless::claims_version(params))
         {
+            // Over stdio: the era of each message is decided here (over HTTP, by the endpoint).
             if stateless::is_removed_method(&request.method) {
                 return ready(Err(ErrorObject::method_not_found(&request.method)));
             }
-            let scope = match stateless::scope(meta) {
-                Ok(scope) => scope,
-                Err(e) => return ready(Err(e)),
+            return match stateless::Envelope::read(meta).and_then(stateless::Envelope::scope) {
+                Ok(scope) => stateless::serve(&self.server, scope, request, cx),
+                Err(e) => ready(Err(e)),
             };
-            return Box::pin(dispatch::handle(self.server.clone(), scope, request, cx));
         }
         let session = match request.method.as_str() {
-            "initialize" => return ready(self.initialize(request.params, &cx.peer)),
-            "server/discover" => {
-                return ready(Err(ErrorObject::invalid_params(
-                    "invalid params: server/discover needs _meta[\"io.modelcontextprotocol/protocolVersion\"]",
-                )));
+            "initialize" => {
+                let opening = matches!(*self.state(), State::Opening);
+                let outcome = self.initialize(request.params, &cx.peer);
+                if opening
+                    && outcome.is_err()
+                    && let Some(events) = &self.events
+                {
+                    events.refused(&request.id);
+                }
+                return ready(outcome);
             }
+            "server/discover" => return ready(Err(stateless::discover_without_envelope())),
             method => match &*self.state() {
                 State::Session { session, .. } => Arc::clone(session),
-                State::Sessionless(version) => Arc::new(Session::detached(*version)),
                 State::Opening if method == "ping" => {
                     return ready(Ok(Value::Object(serde_json::Map::new())));
                 }
@@ -152,14 +158,7 @@ impl Handler for Connection {
                 }
             },
         };
-        let scope = Scope {
-            version: session.version,
-            client_capabilities: Arc::clone(&session.client_capabilities),
-            // A sessionless request's stand-in session knows no client.
-            client_info: (!session.detached).then(|| Arc::clone(&session.client_info)),
-            session: Some(session),
-            request_log_level: None,
-        };
+        let scope = Scope::in_session(session);
         Box::pin(dispatch::handle(self.server.clone(), scope, request, cx))
     }
 
@@ -169,9 +168,20 @@ impl Handler for Connection {
         }
     }
 
+    fn on_cancelled(&self, id: &RequestId) {
+        if let Some(events) = &self.events {
+            events.cancelled(id);
+        }
+    }
+
     fn on_notification(&self, notification: Notification, peer: &Peer) {
         match notification.method.as_str() {
-            "notifications/initialized" => self.start_forwarding(peer),
+            "notifications/initialized" => {
+                if let Some(events) = &self.events {
+                    events.initialized();
+                }
+                self.start_forwarding(peer);
+            }
             other => match self.server.read_registry().custom.notification(other) {
                 // Each runs on a task of its own, within the server's cap on running handlers:
                 // past it, the notification is dropped (a notification has no answer to fail).

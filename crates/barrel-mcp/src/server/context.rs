@@ -115,6 +115,17 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
+    /// The scope of a request in `session` (a detached stand-in session knows no client).
+    pub(crate) fn in_session(session: Arc<Session>) -> Self {
+        Self {
+            version: session.version,
+            client_capabilities: Arc::clone(&session.client_capabilities),
+            client_info: (!session.detached).then(|| Arc::clone(&session.client_info)),
+            session: Some(session),
+            request_log_level: None,
+        }
+    }
+
     pub(crate) fn is_stateless(&self) -> bool {
         self.session.is_none()
     }

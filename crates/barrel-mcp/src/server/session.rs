@@ -4,12 +4,20 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+#[cfg(feature = "http-server")]
+use barrel_mcp_types::Request;
 use barrel_mcp_types::{
-    ClientCapabilities, Implementation, InitializeParams, InitializeResult, LoggingLevel,
-    ProtocolVersion, Shape,
+    ClientCapabilities, ErrorObject, Implementation, InitializeParams, InitializeResult,
+    LoggingLevel, ProtocolVersion, Shape,
 };
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::Server;
+#[cfg(feature = "http-server")]
+use super::context::Scope;
+#[cfg(feature = "http-server")]
+use crate::peer::{BoxFuture, RequestContext};
 
 /// One client's session.
 #[derive(Debug)]
@@ -41,6 +49,7 @@ impl Session {
     }
 
     /// The stand-in for one request of a sessionless server on `version`.
+    #[cfg(feature = "http-server")]
     pub(crate) fn detached(version: ProtocolVersion) -> Self {
         let params = InitializeParams::default();
         Self {
@@ -123,6 +132,7 @@ pub(crate) fn initialize_result(server: &Server, version: ProtocolVersion) -> In
 
 /// The `initialize` result of a sessionless server on `version`: what needs a session to be
 /// kept (list-change notifications, resource subscriptions, tasks) is not offered.
+#[cfg(feature = "http-server")]
 pub(crate) fn sessionless_initialize_result(
     server: &Server,
     version: ProtocolVersion,
@@ -141,6 +151,42 @@ pub(crate) fn sessionless_initialize_result(
     }
     capabilities.tasks = None;
     result
+}
+
+/// Serves one request of a sessionless server in the sessionful revision `version` (see
+/// `HttpConfig::sessionless`): `initialize` is answered and opens nothing; every other request
+/// runs in a stand-in session that ends with it.
+#[cfg(feature = "http-server")]
+pub(crate) fn serve_sessionless(
+    server: &Server,
+    version: ProtocolVersion,
+    request: Request,
+    cx: RequestContext,
+) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+    let ready = |outcome| -> BoxFuture<'static, _> { Box::pin(std::future::ready(outcome)) };
+    match request.method.as_str() {
+        "initialize" => ready(read_initialize(request.params.as_ref()).and_then(|params| {
+            let version = negotiate(&params.protocol_version);
+            let result = sessionless_initialize_result(server, version);
+            serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+        })),
+        "server/discover" => ready(Err(super::stateless::discover_without_envelope())),
+        _ => {
+            let scope = Scope::in_session(Arc::new(Session::detached(version)));
+            Box::pin(super::dispatch::handle(server.clone(), scope, request, cx))
+        }
+    }
+}
+
+/// `initialize`'s params, decoded (-32602 when they do not).
+pub(crate) fn read_initialize(params: Option<&Value>) -> Result<InitializeParams, ErrorObject> {
+    let Some(params) = params else {
+        return Err(ErrorObject::invalid_params(
+            "invalid params: initialize needs params",
+        ));
+    };
+    InitializeParams::deserialize(params)
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 /// A random identifier of 128 bits, hex encoded.

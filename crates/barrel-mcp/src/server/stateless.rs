@@ -10,13 +10,14 @@ use barrel_mcp_types::meta::{
 };
 use barrel_mcp_types::{
     ClientCapabilities, DiscoverResult, ErrorCode, ErrorObject, Implementation, Meta,
-    ProtocolVersion, Shape,
+    ProtocolVersion, Request, Shape,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Server;
 use super::context::{Ctx, Scope};
+use super::{Server, dispatch};
+use crate::peer::{BoxFuture, RequestContext};
 
 /// The `_meta` object of a request's params, if any.
 pub(crate) fn request_meta(params: Option<&Value>) -> Option<&Meta> {
@@ -41,41 +42,93 @@ pub(crate) fn is_removed_method(method: &str) -> bool {
     )
 }
 
-/// Reads the per-request envelope: the revision (-32022 when unsupported), the client's
-/// capabilities (required: -32602 when missing), its info and log level.
-pub(crate) fn scope(meta: &Meta) -> Result<Scope, ErrorObject> {
-    let requested = meta
-        .get(PROTOCOL_VERSION_KEY)
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid_meta(PROTOCOL_VERSION_KEY, "must be a string"))?;
-    let version = ProtocolVersion::parse(requested)
-        .filter(|v| v.is_stateless())
-        .ok_or_else(|| unsupported_version(requested))?;
-    let caps = meta
-        .get(CLIENT_CAPABILITIES_KEY)
-        .ok_or_else(|| invalid_meta(CLIENT_CAPABILITIES_KEY, "is required"))?;
-    let client_capabilities = ClientCapabilities::deserialize(caps)
-        .map_err(|e| invalid_meta(CLIENT_CAPABILITIES_KEY, &e.to_string()))?;
-    let client_info = match meta.get(CLIENT_INFO_KEY) {
-        None => None,
-        Some(info) => Some(Arc::new(
-            Implementation::deserialize(info)
-                .map_err(|e| invalid_meta(CLIENT_INFO_KEY, &e.to_string()))?,
-        )),
-    };
-    let request_log_level = Ctx::meta_log_level(meta).map_err(|()| {
-        invalid_meta(
-            barrel_mcp_types::meta::LOG_LEVEL_KEY,
-            "is not a logging level",
-        )
-    })?;
-    Ok(Scope {
-        version,
-        client_capabilities: Arc::new(client_capabilities),
-        client_info,
-        session: None,
-        request_log_level,
-    })
+/// A 2026-07-28 request's `_meta` envelope, read once: the revision it claims (what the HTTP
+/// headers must agree with) and what the request is served with.
+pub(crate) struct Envelope<'a> {
+    /// The revision the body claims, as written.
+    pub(crate) claim: &'a str,
+    client_capabilities: ClientCapabilities,
+    client_info: Option<Implementation>,
+    request_log_level: Option<barrel_mcp_types::LoggingLevel>,
+}
+
+impl<'a> Envelope<'a> {
+    /// Reads the envelope, in the order of the spec's ingress rules: the revision is a string,
+    /// the client's capabilities are there and decode, its info and log level decode (each
+    /// -32602 when not). Whether the revision is one this server speaks is [`Envelope::scope`]'s
+    /// question, asked after the headers are compared with the claim.
+    pub(crate) fn read(meta: &'a Meta) -> Result<Self, ErrorObject> {
+        let claim = meta
+            .get(PROTOCOL_VERSION_KEY)
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid_meta(PROTOCOL_VERSION_KEY, "must be a string"))?;
+        let caps = meta
+            .get(CLIENT_CAPABILITIES_KEY)
+            .ok_or_else(|| invalid_meta(CLIENT_CAPABILITIES_KEY, "is required"))?;
+        if !caps.is_object() {
+            return Err(invalid_meta(CLIENT_CAPABILITIES_KEY, "must be an object"));
+        }
+        let client_capabilities = ClientCapabilities::deserialize(caps)
+            .map_err(|e| invalid_meta(CLIENT_CAPABILITIES_KEY, &e.to_string()))?;
+        let client_info = match meta.get(CLIENT_INFO_KEY) {
+            None => None,
+            Some(info) => Some(Implementation::deserialize(info).map_err(|_| {
+                invalid_meta(
+                    CLIENT_INFO_KEY,
+                    "must be an object with a name and a version",
+                )
+            })?),
+        };
+        let request_log_level = Ctx::meta_log_level(meta).map_err(|()| {
+            invalid_meta(
+                barrel_mcp_types::meta::LOG_LEVEL_KEY,
+                "is not a logging level",
+            )
+        })?;
+        Ok(Self {
+            claim,
+            client_capabilities,
+            client_info,
+            request_log_level,
+        })
+    }
+
+    /// The scope the request is served in; -32022 when the claimed revision is not a
+    /// stateless one this server speaks.
+    pub(crate) fn scope(self) -> Result<Scope, ErrorObject> {
+        let version = ProtocolVersion::parse(self.claim)
+            .filter(|v| v.is_stateless())
+            .ok_or_else(|| unsupported_version(self.claim))?;
+        Ok(Scope {
+            version,
+            client_capabilities: Arc::new(self.client_capabilities),
+            client_info: self.client_info.map(Arc::new),
+            session: None,
+            request_log_level: self.request_log_level,
+        })
+    }
+}
+
+/// Serves one 2026-07-28 request whose envelope was read: -32601 for the methods that
+/// revision removed, else the server's answer.
+pub(crate) fn serve(
+    server: &Server,
+    scope: Scope,
+    request: Request,
+    cx: RequestContext,
+) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+    if is_removed_method(&request.method) {
+        let error = ErrorObject::method_not_found(&request.method);
+        return Box::pin(std::future::ready(Err(error)));
+    }
+    Box::pin(dispatch::handle(server.clone(), scope, request, cx))
+}
+
+/// `server/discover` without the envelope that names a revision.
+pub(crate) fn discover_without_envelope() -> ErrorObject {
+    ErrorObject::invalid_params(
+        "invalid params: server/discover needs _meta[\"io.modelcontextprotocol/protocolVersion\"]",
+    )
 }
 
 fn invalid_meta(key: &str, problem: &str) -> ErrorObject {

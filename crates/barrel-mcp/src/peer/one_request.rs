@@ -1,0 +1,223 @@
+//! One inbound request served without a connection: an HTTP POST outside any session.
+//!
+//! There is no read loop, write loop or in-flight table: the handler runs on one task, with
+//! the guarantees it has on a connection (a panic is answered -32603, a cancelled request is
+//! not answered, an over-long id is refused), and what it sends, then its response, go to one
+//! bounded queue that the HTTP answer reads. Nothing can carry the other side's answers back,
+//! so the handle sends no requests ([`Error::Closed`](crate::Error::Closed)).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp_types::{ErrorObject, Request, Response};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::shared::Shared;
+use super::{BoxFuture, Peer, PeerConfig, RequestContext, inbound, unwind};
+use crate::transport::{Caller, Outgoing};
+
+/// Where one request's messages go, and what ends it.
+pub(crate) struct Route {
+    /// The request's messages in order, its response last.
+    pub(crate) outbound: mpsc::Sender<Outgoing>,
+    /// Cancelled when the request is over (the client went away, the server halts): the
+    /// handler sees its cancellation and nothing more is sent.
+    pub(crate) closed: CancellationToken,
+    /// Cancelled when the server shuts down: long-lived requests end gracefully.
+    pub(crate) input_ended: CancellationToken,
+    /// How long a send may wait for room before the other side counts as gone (it stopped
+    /// reading): the request is then closed.
+    pub(crate) stalled: Duration,
+}
+
+/// The future that runs `request` through `handler` and queues its response; spawn it.
+pub(crate) fn serve(
+    config: PeerConfig,
+    route: Route,
+    request: Request,
+    caller: Option<Arc<Caller>>,
+    handler: impl FnOnce(Request, RequestContext) -> BoxFuture<'static, Result<Value, ErrorObject>>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let refused = inbound::id_too_long(&config, &request);
+    let shared = Shared::one_request(
+        config,
+        route.outbound,
+        route.closed,
+        route.input_ended,
+        route.stalled,
+    );
+    let peer = Peer {
+        shared: Arc::new(shared),
+        related: None,
+    };
+    let id = request.id.clone();
+    let method = request.method.clone();
+    let cancel = peer.shared.closed.child_token();
+    let started: unwind::Started = match refused {
+        Some(error) => Ok(Box::pin(std::future::ready(Err(error)))),
+        None => {
+            let cx = RequestContext {
+                id: id.clone(),
+                cancel: cancel.clone(),
+                peer: peer.related_to(id.clone()),
+                caller,
+            };
+            unwind::start(|| handler(request, cx))
+        }
+    };
+    async move {
+        let outcome = unwind::outcome(started, &id, &method).await;
+        if cancel.is_cancelled() {
+            return;
+        }
+        let response = Response {
+            id: Some(id.clone()),
+            outcome,
+        };
+        peer.shared.enqueue(response.into(), Some(id)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use barrel_mcp_types::{Message, RequestId};
+
+    fn route(queue: usize, stalled: Duration) -> (Route, mpsc::Receiver<Outgoing>) {
+        let (outbound, rx) = mpsc::channel(queue);
+        let route = Route {
+            outbound,
+            closed: CancellationToken::new(),
+            input_ended: CancellationToken::new(),
+            stalled,
+        };
+        (route, rx)
+    }
+
+    fn request(id: RequestId) -> Request {
+        Request {
+            id,
+            method: "tools/call".into(),
+            params: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn what_the_handler_sends_comes_before_its_response() {
+        let (route, mut rx) = route(8, Duration::from_secs(5));
+        let work = serve(
+            PeerConfig::default(),
+            route,
+            request(RequestId::Number(7)),
+            None,
+            |_, cx| {
+                Box::pin(async move {
+                    cx.peer
+                        .notify("notifications/progress", None)
+                        .await
+                        .expect("queued");
+                    // Nothing could carry an answer back: requests are refused at once.
+                    let asked = cx
+                        .peer
+                        .request("roots/list", None, Default::default())
+                        .await;
+                    assert!(matches!(asked, Err(crate::Error::Closed)));
+                    Ok(serde_json::json!({ "ok": true }))
+                })
+            },
+        );
+        work.await;
+        let first = rx.recv().await.expect("the notification");
+        assert!(matches!(first.message, Message::Notification(_)));
+        assert_eq!(first.related, Some(RequestId::Number(7)));
+        let Some(Outgoing {
+            message: Message::Response(response),
+            ..
+        }) = rx.recv().await
+        else {
+            panic!("the response comes last");
+        };
+        assert_eq!(response.id, Some(RequestId::Number(7)));
+        assert_eq!(response.outcome, Ok(serde_json::json!({ "ok": true })));
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_is_answered_with_a_generic_error() {
+        let (route, mut rx) = route(8, Duration::from_secs(5));
+        serve(
+            PeerConfig::default(),
+            route,
+            request(RequestId::Number(1)),
+            None,
+            |_, _| -> BoxFuture<'static, _> { panic!("secret detail") },
+        )
+        .await;
+        let Some(Outgoing {
+            message: Message::Response(response),
+            ..
+        }) = rx.recv().await
+        else {
+            panic!("an answer");
+        };
+        let error = response.outcome.expect_err("an error");
+        assert_eq!(error.code, barrel_mcp_types::ErrorCode::INTERNAL_ERROR);
+        assert!(!error.message.contains("secret"));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_nothing_loses_the_request() {
+        let (route, rx) = route(1, Duration::from_millis(50));
+        let closed = route.closed.clone();
+        let work = serve(
+            PeerConfig::default(),
+            route,
+            request(RequestId::Number(1)),
+            None,
+            |_, cx| {
+                Box::pin(async move {
+                    let note = || cx.peer.notify("notifications/progress", None);
+                    note().await.expect("queued");
+                    // The queue is full and nobody reads: this send gives up and closes.
+                    assert!(matches!(note().await, Err(crate::Error::Closed)));
+                    assert!(cx.cancel.is_cancelled());
+                    Ok(Value::Null)
+                })
+            },
+        );
+        tokio::time::timeout(Duration::from_secs(5), work)
+            .await
+            .expect("the request ended");
+        assert!(closed.is_cancelled());
+        // Only the first notification was queued; the response was dropped.
+        assert_eq!(rx.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_overlong_id_is_refused_without_running_the_handler() {
+        let (route, mut rx) = route(8, Duration::from_secs(5));
+        let config = PeerConfig {
+            max_request_id_length: 4,
+            ..PeerConfig::default()
+        };
+        serve(
+            config,
+            route,
+            request(RequestId::String("far too long".into())),
+            None,
+            |_, _| -> BoxFuture<'static, _> { unreachable!("the handler is not called") },
+        )
+        .await;
+        let Some(Outgoing {
+            message: Message::Response(response),
+            ..
+        }) = rx.recv().await
+        else {
+            panic!("an answer");
+        };
+        let error = response.outcome.expect_err("refused");
+        assert_eq!(error.code, barrel_mcp_types::ErrorCode::INVALID_REQUEST);
+    }
+}
