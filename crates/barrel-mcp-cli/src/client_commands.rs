@@ -768,9 +768,9 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
         ClientCommand::Info(_) => {
             let info = serde_json::json!({
                 "protocolVersion": client.protocol_version(),
-                "serverInfo": client.server_info(),
-                "capabilities": client.capabilities(),
-                "instructions": client.instructions(),
+                "serverInfo": &*client.server_info(),
+                "capabilities": &*client.capabilities(),
+                "instructions": client.instructions().as_deref(),
             });
             if json {
                 return print_json(&info);
@@ -778,7 +778,7 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
             let server = client.server_info();
             out!("server:       {} {}", server.name, server.version);
             out!("protocol:     {}", client.protocol_version());
-            let capabilities = serde_json::to_value(client.capabilities())?;
+            let capabilities = serde_json::to_value(&*client.capabilities())?;
             let names: Vec<&String> = capabilities
                 .as_object()
                 .map(|o| o.keys().collect())

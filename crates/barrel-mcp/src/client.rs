@@ -138,7 +138,9 @@ pub struct Client {
 
 struct Inner {
     peer: Peer,
-    negotiated: Negotiated,
+    /// What the handshake settled; replaced when a transport that lost its session has the
+    /// handshake run again.
+    negotiated: std::sync::RwLock<Negotiated>,
     /// The 2026-07-28 envelope; `None` in a session.
     envelope: Option<Envelope>,
     handler: Arc<dyn DynHandler>,
@@ -177,33 +179,44 @@ impl Client {
         ClientBuilder::default()
     }
 
+    fn negotiated(&self) -> std::sync::RwLockReadGuard<'_, Negotiated> {
+        self.inner
+            .negotiated
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The revision agreed with the server.
+    ///
+    /// What this and the next three methods return is the server's latest answer: when a
+    /// Streamable HTTP server forgets the session and the handshake is run again, they
+    /// change with it.
     ///
     /// Example: [`Client`].
     pub fn protocol_version(&self) -> ProtocolVersion {
-        self.inner.negotiated.version
+        self.negotiated().version
     }
 
     /// The server's self-description (from `initialize`, or the `serverInfo` of
     /// `server/discover`; empty when a 2026-07-28 server sent none).
     ///
     /// Example: [`Client`].
-    pub fn server_info(&self) -> &Implementation {
-        &self.inner.negotiated.server_info
+    pub fn server_info(&self) -> Arc<Implementation> {
+        Arc::clone(&self.negotiated().server_info)
     }
 
     /// What the server advertised.
     ///
     /// Example: [`Client`].
-    pub fn capabilities(&self) -> &ServerCapabilities {
-        &self.inner.negotiated.capabilities
+    pub fn capabilities(&self) -> Arc<ServerCapabilities> {
+        Arc::clone(&self.negotiated().capabilities)
     }
 
     /// The server's instructions for the model, if any.
     ///
     /// Example: [`Client`].
-    pub fn instructions(&self) -> Option<&str> {
-        self.inner.negotiated.instructions.as_deref()
+    pub fn instructions(&self) -> Option<Arc<str>> {
+        self.negotiated().instructions.clone()
     }
 
     /// What this client said about itself.

@@ -63,6 +63,23 @@ pub trait Transport: Send + 'static {
 
     /// Splits the transport into the half that receives and the half that sends.
     fn split(self) -> (Self::Reader, Self::Writer);
+
+    /// Hands the transport the owner of the connection's handshake, which it asks to run the
+    /// handshake again should it lose its session (Streamable HTTP: the server answers 404 for
+    /// it). [`Client`](crate::client::Client) calls this before it starts the connection. The
+    /// default ignores it: a transport with no session to lose.
+    fn set_handshake(&mut self, handshake: Arc<dyn Handshake>) {
+        let _ = handshake;
+    }
+}
+
+/// Whoever owns a connection's handshake (the [`Client`](crate::client::Client)). A transport
+/// that lost its session asks it to run the handshake again, so that what the client knows of
+/// the server (its revision, capabilities and info) is never older than the session.
+pub trait Handshake: Send + Sync + 'static {
+    /// Runs `initialize` and `notifications/initialized` again over the connection; resolves
+    /// once the new session is in place, or with why it could not be.
+    fn rerun(&self) -> crate::peer::BoxFuture<'static, Result<(), Error>>;
 }
 
 /// The receiving half of a transport.

@@ -9,7 +9,7 @@
 //! failures (a closed connection, and over HTTP a 401/403 or a 5xx, which never arrive as
 //! JSON-RPC answers) are errors, never an era verdict.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 
 use barrel_mcp_types::meta::SERVER_INFO_KEY;
 use barrel_mcp_types::method::names;
@@ -29,16 +29,17 @@ use super::options::CallOptions;
 use super::request::{self, Envelope};
 use super::task_receiver::{self, TaskReceiver};
 use super::{Client, Inner, keepalive};
-use crate::peer::{self, Peer};
-use crate::transport::Transport;
+use crate::peer::{self, BoxFuture, Peer};
+use crate::transport::{Handshake, Transport};
 use crate::{Error, HttpError, Result};
 
-/// What the handshake settled.
+/// What the handshake settled (again, after a transport lost its session).
+#[derive(Clone)]
 pub(crate) struct Negotiated {
     pub(crate) version: ProtocolVersion,
-    pub(crate) server_info: Implementation,
-    pub(crate) capabilities: ServerCapabilities,
-    pub(crate) instructions: Option<String>,
+    pub(crate) server_info: Arc<Implementation>,
+    pub(crate) capabilities: Arc<ServerCapabilities>,
+    pub(crate) instructions: Option<Arc<str>>,
 }
 
 /// How the probe came out.
@@ -47,7 +48,10 @@ enum Probe {
     Legacy,
 }
 
-pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T) -> Result<Client> {
+pub(crate) async fn connect<T: Transport>(
+    builder: &ClientBuilder,
+    mut transport: T,
+) -> Result<Client> {
     let config = builder.config.clone();
     let mut capabilities = builder
         .capabilities
@@ -76,6 +80,13 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
         capabilities: capabilities.clone(),
         tasks: tasks.clone(),
     });
+    let rehandshake = Arc::new(Rehandshake {
+        client: OnceLock::new(),
+        builder: builder.clone(),
+        capabilities: capabilities.clone(),
+        tasks: tasks.clone(),
+    });
+    transport.set_handshake(Arc::clone(&rehandshake) as Arc<dyn Handshake>);
     let (peer, task) = peer::serve(transport, dispatch, config.peer.clone());
     let mut guard = CloseOnDrop(Some(peer.clone()));
     let hello = Hello {
@@ -112,7 +123,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
     let client = Client {
         inner: Arc::new(Inner {
             peer,
-            negotiated,
+            negotiated: RwLock::new(negotiated),
             envelope,
             handler: Arc::clone(&builder.handler),
             client_info: builder.info.clone(),
@@ -123,6 +134,7 @@ pub(crate) async fn connect<T: Transport>(builder: &ClientBuilder, transport: T)
             cache,
         }),
     };
+    let _ = rehandshake.client.set(Arc::downgrade(&client.inner));
     if let Some(keepalive) = client.inner.config.keepalive {
         let inner = Arc::downgrade(&client.inner);
         tokio::spawn(keepalive::run(inner, client.peer().clone(), keepalive));
@@ -191,11 +203,11 @@ impl Hello<'_> {
                     ))),
                 }
             }
-            VersionMode::Pinned(version) => self.initialize(version, false).await,
+            VersionMode::Pinned(version) => self.initialize(version, true, false).await,
             VersionMode::Auto => match self.probe(ProtocolVersion::LATEST).await? {
                 Probe::Modern(n) => Ok(*n),
                 Probe::Legacy => {
-                    self.initialize(ProtocolVersion::LATEST_SESSIONFUL, true)
+                    self.initialize(ProtocolVersion::LATEST_SESSIONFUL, false, true)
                         .await
                 }
             },
@@ -242,9 +254,15 @@ impl Hello<'_> {
         }
     }
 
-    /// `initialize` at `version`, then `notifications/initialized`. When `auto` and the server
-    /// turns out to be modern-only (-32022 naming 2026-07-28), probes once more.
-    async fn initialize(&self, version: ProtocolVersion, auto: bool) -> Result<Negotiated> {
+    /// `initialize` at `version`, then `notifications/initialized`. `pinned` refuses another
+    /// revision than `version`; with `may_probe`, a server that turns out to be modern-only
+    /// (-32022 naming 2026-07-28) is probed once more.
+    async fn initialize(
+        &self,
+        version: ProtocolVersion,
+        pinned: bool,
+        may_probe: bool,
+    ) -> Result<Negotiated> {
         let params = InitializeParams {
             protocol_version: version.as_str().to_owned(),
             capabilities: self.capabilities.clone(),
@@ -265,7 +283,7 @@ impl Hello<'_> {
         let result = match answer {
             Ok(result) => result,
             Err(Error::Rpc(error))
-                if auto
+                if may_probe
                     && error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
                     && supported(&error).iter().any(|v| v.is_stateless()) =>
             {
@@ -286,7 +304,7 @@ impl Hello<'_> {
                     result.protocol_version
                 ))
             })?;
-        if !auto && chosen != version {
+        if pinned && chosen != version {
             return Err(Error::Unsupported(format!(
                 "pinned to {version}, but the server chose {chosen}"
             )));
@@ -299,9 +317,51 @@ impl Hello<'_> {
             .await?;
         Ok(Negotiated {
             version: chosen,
-            server_info: result.server_info,
-            capabilities: result.capabilities,
-            instructions: result.instructions,
+            server_info: Arc::new(result.server_info),
+            capabilities: Arc::new(result.capabilities),
+            instructions: result.instructions.map(Arc::from),
+        })
+    }
+}
+
+/// The client as the owner of its handshake: a transport that lost its session (a 404 over
+/// Streamable HTTP) has it run `initialize` again, the way [`connect`] did, and what the
+/// server answers replaces what the client knew.
+struct Rehandshake {
+    /// The client, once connected (weak: the transport that holds this is the client's).
+    client: OnceLock<Weak<Inner>>,
+    builder: ClientBuilder,
+    capabilities: barrel_mcp_types::ClientCapabilities,
+    tasks: Option<Arc<TaskReceiver>>,
+}
+
+impl Handshake for Rehandshake {
+    fn rerun(&self) -> BoxFuture<'static, Result<()>> {
+        let Some(inner) = self.client.get().and_then(Weak::upgrade) else {
+            // Still connecting (the first handshake has no session to lose), or gone.
+            return Box::pin(std::future::ready(Err(Error::Closed)));
+        };
+        let (builder, capabilities) = (self.builder.clone(), self.capabilities.clone());
+        let tasks = self.tasks.clone();
+        Box::pin(async move {
+            let hello = Hello {
+                peer: &inner.peer,
+                builder: &builder,
+                capabilities: &capabilities,
+                tasks: tasks.as_deref(),
+            };
+            // The revision asked for first; a pinned client takes no other.
+            let (version, pinned) = match builder.mode {
+                VersionMode::Pinned(version) => (version, true),
+                VersionMode::Auto => (ProtocolVersion::LATEST_SESSIONFUL, false),
+            };
+            let negotiated = hello.initialize(version, pinned, false).await?;
+            tracing::debug!(version = %negotiated.version, "initialized again");
+            *inner
+                .negotiated
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = negotiated;
+            Ok(())
         })
     }
 }
@@ -325,9 +385,9 @@ fn classify_discover(result: Value) -> Probe {
     match version {
         Some(version) => Probe::Modern(Box::new(Negotiated {
             version,
-            server_info: server_info.unwrap_or_default(),
-            capabilities: discovered.capabilities,
-            instructions: discovered.instructions,
+            server_info: Arc::new(server_info.unwrap_or_default()),
+            capabilities: Arc::new(discovered.capabilities),
+            instructions: discovered.instructions.map(Arc::from),
         })),
         None => {
             tracing::debug!(

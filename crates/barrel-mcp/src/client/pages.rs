@@ -154,7 +154,7 @@ impl Client {
     ///
     /// Example: [`Pager`].
     pub async fn list_page<L: Listing>(&self, cursor: Option<String>) -> Result<L> {
-        let (advertised, what) = L::advertised(self.capabilities());
+        let (advertised, what) = L::advertised(&self.capabilities());
         self.require(advertised, what)?;
         let params = serde_json::to_value(PaginatedParams { cursor, meta: None })?;
         let result = self

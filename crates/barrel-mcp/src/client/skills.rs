@@ -29,11 +29,12 @@ impl Client {
         self.skills_settings().is_some()
     }
 
-    fn skills_settings(&self) -> Option<&serde_json::Value> {
+    fn skills_settings(&self) -> Option<serde_json::Value> {
         self.capabilities()
             .extensions
             .as_ref()
             .and_then(|e| e.get(SKILLS_EXTENSION))
+            .cloned()
     }
 
     fn require_skills(&self) -> Result<()> {
@@ -113,6 +114,7 @@ impl Client {
     ) -> Result<ReadDirectoryResult> {
         let declared = self
             .skills_settings()
+            .as_ref()
             .and_then(|s| s.get(DIRECTORY_READ_SETTING))
             .and_then(serde_json::Value::as_bool)
             == Some(true);

@@ -492,7 +492,7 @@ async fn list_everything(client: &Client) -> Result<ServerItems, Error> {
     if asked > 0 && errors == asked {
         return Err(failed.unwrap_or_else(|| Error::Protocol("no list could be read".into())));
     }
-    items.instructions = client.instructions().map(str::to_owned);
+    items.instructions = client.instructions().map(|text| text.to_string());
     Ok(items)
 }
 

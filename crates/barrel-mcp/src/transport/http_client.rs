@@ -43,12 +43,14 @@
 //!   without an event doubles the wait each time (up to 32 times), and one that keeps
 //!   replaying an oversized event is given up after `max_resumptions`. 405 (or any other
 //!   refusal) means the server offers none: nothing more is tried.
-//! - **404 on a known session**: the session expired. The transport re-runs the handshake itself
-//!   (the `initialize` it sent first, then `notifications/initialized`) on a task of its own,
-//!   within [`HttpClientConfig::reinitialize_timeout`], and sends the message again, once;
-//!   messages sent meanwhile wait for it. The client keeps its handle and its calls; what the
-//!   old session held on the server side (subscriptions, the log level) is gone.
-//!   [`HttpClientConfig::reinitialize`] turns this off; the message then fails.
+//! - **404 on a known session**: the session expired. The transport asks the owner of the
+//!   handshake (the [`Client`](crate::client::Client), through [`Handshake`]) to run it again,
+//!   on a task of its own, within [`HttpClientConfig::reinitialize_timeout`], and sends the
+//!   message again, once; messages sent meanwhile wait for it. The client keeps its handle and
+//!   its calls, and learns the server's new answer (its revision, capabilities and info); what
+//!   the old session held on the server side (subscriptions, the log level) is gone.
+//!   [`HttpClientConfig::reinitialize`] turns this off, and so does a connection with no
+//!   handshake owner (a bare [`Peer`](crate::peer::Peer)); the message then fails.
 //! - **Cancellation**: a cancelled or timed-out call drops its HTTP exchange. In 2026-07-28 that
 //!   is the whole cancellation (there is no session to tell); in a session
 //!   `notifications/cancelled` is POSTed too.
@@ -97,7 +99,7 @@ pub use legacy::{LegacyReader, LegacySseTransport, LegacyWriter};
 #[cfg(any(feature = "auth", feature = "oauth-client"))]
 pub(crate) use state::error_chain;
 
-use super::{Frame, MessageReader, MessageWriter, Transport};
+use super::{Frame, Handshake, MessageReader, MessageWriter, Transport};
 use crate::Error;
 use crate::auth::client::TokenSource;
 use authorized::Credentials;
@@ -190,6 +192,17 @@ pub struct HttpClientTransport {
     credentials: Option<Credentials>,
     config: HttpClientConfig,
     tls: ClientTls,
+    handshake: Option<HandshakeOwner>,
+}
+
+/// The owner of the connection's handshake, which re-runs it after a 404.
+#[derive(Clone)]
+struct HandshakeOwner(Arc<dyn Handshake>);
+
+impl std::fmt::Debug for HandshakeOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HandshakeOwner")
+    }
 }
 
 impl HttpClientTransport {
@@ -202,6 +215,7 @@ impl HttpClientTransport {
             credentials: None,
             config: HttpClientConfig::default(),
             tls: ClientTls::new()?,
+            handshake: None,
         })
     }
 
@@ -274,7 +288,7 @@ impl Transport for HttpClientTransport {
     fn split(self) -> (HttpReader, HttpWriter) {
         let (tx, rx) = mpsc::channel(self.config.inbound_queue.max(1));
         let closed = CancellationToken::new();
-        let state = Arc::new(State::new(
+        let mut state = State::new(
             self.url,
             self.headers,
             self.credentials,
@@ -282,7 +296,9 @@ impl Transport for HttpClientTransport {
             &self.tls,
             tx,
             closed.clone(),
-        ));
+        );
+        state.handshake = self.handshake.map(|owner| owner.0);
+        let state = Arc::new(state);
         (
             HttpReader {
                 rx,
@@ -293,6 +309,10 @@ impl Transport for HttpClientTransport {
                 _closed: closed.drop_guard(),
             },
         )
+    }
+
+    fn set_handshake(&mut self, handshake: Arc<dyn Handshake>) {
+        self.handshake = Some(HandshakeOwner(handshake));
     }
 }
 

@@ -63,11 +63,8 @@ fn rpc_code(error: &Error) -> Option<i32> {
 async fn the_extension_is_declared_with_directory_read_in_2026_only() {
     let server = server(source());
     let modern = client(&server).await;
-    let settings = &modern
-        .capabilities()
-        .extensions
-        .as_ref()
-        .expect("extensions")[SKILLS_EXTENSION];
+    let capabilities = modern.capabilities();
+    let settings = &capabilities.extensions.as_ref().expect("extensions")[SKILLS_EXTENSION];
     assert_eq!(settings, &json!({ "directoryRead": true }));
     assert!(modern.capabilities().resources.is_some());
 

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::headers;
 use super::sse::{Item, SseDecoder};
-use super::state::{State, lock, next_reinit_id, refusal};
+use super::state::{State, lock, refusal};
 use crate::transport::Frame;
 use crate::{Error, HttpError};
 
@@ -50,8 +50,12 @@ pub(super) async fn run(state: Arc<State>, message: Message, cancel: Cancellatio
 
 async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<(), Error> {
     let mut retried = false;
+    // The handshake's own `initialize` must not wait for the handshake.
+    let initialize = call.method == "initialize";
     loop {
-        after_reinitialize(state).await;
+        if !initialize {
+            after_reinitialize(state).await;
+        }
         let (headers, session) = state.headers_for(message);
         let response = state.post(message.to_json(), headers).await?;
         let status = response.status();
@@ -68,7 +72,7 @@ async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<
         }
         if status == StatusCode::NOT_FOUND
             && !retried
-            && state.config.reinitialize
+            && state.reinitializes()
             && let Some(stale) = session
         {
             reinitialize_detached(state, &stale).await?;
@@ -490,99 +494,27 @@ pub(super) async fn after_reinitialize(state: &State) {
     drop(state.reinit.lock().await);
 }
 
-/// Re-runs the handshake after the server forgot the session `stale`.
+/// Has the handshake's owner re-run it after the server forgot the session `stale`: the
+/// session id is dropped first, so the new `initialize` goes out without it and its answer
+/// names the new session.
 async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Error> {
     let _one_at_a_time = state.reinit.lock().await;
-    let params = {
+    let Some(handshake) = state.handshake.clone() else {
+        return Err(Error::Closed);
+    };
+    {
         let mut session = lock(&state.session);
         if session.id.as_ref() != Some(stale) {
             return Ok(()); // another task already did it
         }
         session.id = None;
-        session.init_params.clone()
-    };
-    tracing::debug!("the server forgot the session; initializing again");
-    let id = next_reinit_id(state);
-    let message = Message::request(id.clone(), "initialize", params);
-    let (headers, _) = state.headers_for(&message);
-    let response = state.post(message.to_json(), headers).await?;
-    if let Some(error) = refusal(&response) {
-        return Err(error);
     }
-    let lost = |why: String| {
+    tracing::debug!("the server forgot the session; initializing again");
+    handshake.rerun().await.map_err(|why| {
         Error::Http(HttpError {
             status: Some(404),
             message: format!("the session expired and initializing again failed: {why}"),
             www_authenticate: None,
         })
-    };
-    if !response.status().is_success() {
-        return Err(lost(format!("HTTP {}", response.status())));
-    }
-    let new_id = response.headers().get(headers::SESSION_ID).cloned();
-    let is_sse = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    let result = if is_sse {
-        let mut decoder = SseDecoder::new(state.config.max_event_size);
-        first_response(&mut decoder, response.into_body(), &id).await
-    } else {
-        read_limited(response.into_body(), state.config.max_body_size)
-            .await
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|v| v.get("result").cloned())
-    };
-    let result = result.ok_or_else(|| lost("no initialize result".into()))?;
-    let version = result
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .and_then(|v| HeaderValue::try_from(v).ok());
-    {
-        let mut session = lock(&state.session);
-        session.id = new_id;
-        session.version = version;
-    }
-    let initialized = Message::notification("notifications/initialized", None);
-    let (headers, _) = state.headers_for(&initialized);
-    let response = state.post(initialized.to_json(), headers).await?;
-    if !response.status().is_success() {
-        return Err(lost(format!(
-            "notifications/initialized got HTTP {}",
-            response.status()
-        )));
-    }
-    start_listening(state).await;
-    Ok(())
-}
-
-/// The result of the response to `id` on an SSE body, if it comes.
-async fn first_response(
-    decoder: &mut SseDecoder,
-    mut body: Incoming,
-    id: &RequestId,
-) -> Option<Value> {
-    let mut items = Vec::new();
-    while let Some(Ok(frame)) = body.frame().await {
-        let Ok(chunk) = frame.into_data() else {
-            continue;
-        };
-        decoder.feed(&chunk, &mut items);
-        for item in items.drain(..) {
-            let Item::Event(event) = item else {
-                return None;
-            };
-            if let Ok(Message::Response(Response {
-                id: Some(got),
-                outcome,
-            })) = jsonrpc::decode(&event.data)
-                && &got == id
-            {
-                return outcome.ok();
-            }
-        }
-    }
-    None
+    })
 }

@@ -2,7 +2,8 @@
 //! the session, and the queue to the reader.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use barrel_mcp_types::{Message, RequestId};
@@ -11,7 +12,7 @@ use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use serde_json::Value;
+
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +20,7 @@ use super::authorized::{self, Credentials};
 use super::connector::{self, ClientTls, HttpClient};
 use super::headers::{self, HeaderParam};
 use super::{HttpClientConfig, Inbound, exchange};
+use crate::transport::Handshake;
 use crate::{Error, HttpError};
 
 const CANCELLED: &str = "notifications/cancelled";
@@ -32,8 +34,6 @@ pub(super) struct Session {
     pub(super) id: Option<HeaderValue>,
     /// The revision the `initialize` result chose.
     pub(super) version: Option<HeaderValue>,
-    /// The `initialize` params sent first, to re-run the handshake after a 404.
-    pub(super) init_params: Option<Value>,
 }
 
 pub(crate) struct State {
@@ -45,7 +45,8 @@ pub(crate) struct State {
     pub(super) session: Mutex<Session>,
     /// Held while the handshake is re-run, so concurrent 404s run it once.
     pub(super) reinit: tokio::sync::Mutex<()>,
-    pub(super) reinit_count: AtomicU64,
+    /// Who re-runs the handshake after a 404 (the client); without one, the 404 stands.
+    pub(super) handshake: Option<Arc<dyn Handshake>>,
     /// Tools with `x-mcp-header` arguments, from the last `tools/list` answers.
     pub(super) tool_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
     /// Calls in flight, and whether each is a 2026-07-28 one: cancelling a call drops its HTTP
@@ -91,7 +92,7 @@ impl State {
             credentials,
             session: Mutex::new(Session::default()),
             reinit: tokio::sync::Mutex::new(()),
-            reinit_count: AtomicU64::new(0),
+            handshake: None,
             tool_params: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
             listening: AtomicBool::new(false),
@@ -121,9 +122,6 @@ impl State {
                 let cancel = CancellationToken::new();
                 let stateless = headers::claimed_version(&message).is_some();
                 lock(&self.calls).insert(request.id.clone(), (cancel.clone(), stateless));
-                if request.method == "initialize" {
-                    lock(&self.session).init_params = request.params.clone();
-                }
                 let state = std::sync::Arc::clone(self);
                 tokio::spawn(exchange::run(state, message, cancel));
                 Ok(())
@@ -155,13 +153,17 @@ impl State {
     /// POSTs a notification or a response, which the server acknowledges with 202.
     async fn post_one_way(self: &std::sync::Arc<Self>, message: &Message) -> Result<(), Error> {
         let mut retried = false;
+        let initialized = matches!(message, Message::Notification(n) if n.method == INITIALIZED);
         loop {
-            exchange::after_reinitialize(self).await;
+            // The handshake's own `notifications/initialized` must not wait for the handshake.
+            if !initialized {
+                exchange::after_reinitialize(self).await;
+            }
             let (headers, session) = self.headers_for(message);
             let response = self.post(message.to_json(), headers).await?;
             let status = response.status();
             if status.is_success() {
-                if matches!(message, Message::Notification(n) if n.method == INITIALIZED) {
+                if initialized {
                     exchange::start_listening(self).await;
                 }
                 return Ok(());
@@ -171,7 +173,7 @@ impl State {
             }
             if status == StatusCode::NOT_FOUND
                 && !retried
-                && self.config.reinitialize
+                && self.reinitializes()
                 && let Some(stale) = session
             {
                 exchange::reinitialize_detached(self, &stale).await?;
@@ -181,6 +183,11 @@ impl State {
             tracing::debug!(%status, "the server refused a notification or response");
             return Ok(());
         }
+    }
+
+    /// True when a 404 for the session re-runs the handshake: asked for, and someone owns it.
+    pub(super) fn reinitializes(&self) -> bool {
+        self.config.reinitialize && self.handshake.is_some()
     }
 
     /// The headers for `message`, and the session id they carry.
@@ -328,9 +335,4 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-pub(super) fn next_reinit_id(state: &State) -> RequestId {
-    let n = state.reinit_count.fetch_add(1, Ordering::Relaxed);
-    RequestId::String(format!("barrel-mcp-reinitialize-{n}"))
 }

@@ -29,7 +29,7 @@ async fn every_method_in_every_revision() {
         let expected = mode.unwrap_or(ProtocolVersion::LATEST);
         assert_eq!(client.protocol_version(), expected, "{mode:?}");
         assert_eq!(client.server_info().name, "fixture", "{mode:?}");
-        assert_eq!(client.instructions(), Some("Test fixture"));
+        assert_eq!(client.instructions().as_deref(), Some("Test fixture"));
         assert!(client.capabilities().tools.is_some());
 
         within(client.ping()).await.expect("ping");

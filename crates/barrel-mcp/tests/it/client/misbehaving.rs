@@ -244,7 +244,8 @@ async fn a_call_that_times_out_lets_go_of_its_stream_and_the_server_is_told() {
 }
 
 /// A server that forgets session `s1` at the first `tools/call` and takes 400 ms to answer
-/// the `initialize` that replaces it (session `s2`); no id is 400, as the spec says.
+/// the `initialize` that replaces it (session `s2`), as a newer build of itself (another
+/// version, and prompts besides tools); no id is 400, as the spec says.
 async fn forgetful(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
     let (parts, message) = read(request).await;
     let session = parts
@@ -284,8 +285,13 @@ async fn forgetful(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<B
         if again {
             tokio::time::sleep(Duration::from_millis(400)).await;
         }
-        let result = json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-                            "serverInfo":{"name":"forgetful","version":"0"}});
+        let result = if again {
+            json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{},"prompts":{}},
+                   "serverInfo":{"name":"forgetful","version":"1"}})
+        } else {
+            json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+                   "serverInfo":{"name":"forgetful","version":"0"}})
+        };
         return answer(result, if again { "s2" } else { "s1" });
     }
     match session.as_deref() {
@@ -315,6 +321,10 @@ async fn a_call_that_gives_up_during_a_reinitialize_does_not_wedge_the_session()
         seen.lock().expect("lock")
     );
     assert_eq!(count(&seen, "POST ping -"), 0);
+    // The client ran the handshake again itself: it knows the server as it answered then.
+    assert_eq!(count(&seen, "POST notifications/initialized s2"), 1);
+    assert_eq!(client.server_info().version, "1");
+    assert!(client.capabilities().prompts.is_some());
     client.close();
 }
 
