@@ -59,6 +59,7 @@ mod sessionless;
 mod sessions;
 mod sse;
 mod stateless;
+mod streams;
 #[cfg(feature = "tls")]
 mod tls;
 

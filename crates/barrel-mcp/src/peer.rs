@@ -21,7 +21,9 @@
 //! # Tasks and locks
 //!
 //! One task owns the transport: it runs the read loop and the write loop side by side, so a
-//! slow write never holds up reading. Each inbound request runs on a task of its own. The tables
+//! slow write never holds up reading. Each inbound request runs on a task of its own, which
+//! forgets itself when it ends (`handlers.rs`). A request that comes without a connection (an
+//! HTTP POST outside any session) is served by `one_request.rs`: one task, no loops. The tables
 //! of pending outbound requests and inbound requests in flight sit behind `std` mutexes that are
 //! held only for a lookup or an insert and never across an `.await`.
 
@@ -41,6 +43,7 @@ use crate::Error;
 use crate::transport::Transport;
 
 mod connection;
+mod handlers;
 mod inbound;
 #[cfg(feature = "http-server")]
 pub(crate) mod one_request;
@@ -49,6 +52,10 @@ mod shared;
 mod unwind;
 
 use shared::Shared;
+
+/// What the outbound queue holds: boxed, so an idle connection's queue is one block of
+/// pointers rather than of whole messages.
+pub(crate) type Queued = Box<crate::transport::Outgoing>;
 
 /// A boxed, sendable future: what a [`Handler`] returns for a request.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -121,6 +128,13 @@ pub trait Handler: Send + Sync + 'static {
     /// (spawn a task to await anything). `notifications/cancelled`, and `notifications/progress`
     /// for the local side's own requests, are handled by the peer and never reach this method.
     fn on_notification(&self, notification: Notification, peer: &Peer);
+
+    /// Called when the peer answers `request` with an error itself, before any handler saw
+    /// it (an over-long id, a duplicate id, too many requests in flight). Called on the read
+    /// loop, so it must not block.
+    fn on_refused(&self, request: &Request) {
+        let _ = request;
+    }
 
     /// Called when the other side cancels inbound request `id` (`notifications/cancelled` for
     /// a request in flight): its handler's token has fired and its outcome will not be sent.
@@ -279,18 +293,27 @@ pub fn serve<T: Transport>(
     handler: Arc<dyn Handler>,
     config: PeerConfig,
 ) -> (Peer, JoinHandle<Result<(), Error>>) {
+    let (peer, run) = connect(transport, handler, config);
+    (peer, tokio::spawn(run))
+}
+
+/// [`serve`] without the task: the caller drives the connection's future itself, to its end
+/// (an HTTP session's task does, which saves a task per session). Dropping the future before
+/// it ends leaves the handlers running to their cancellation, unsupervised.
+pub(crate) fn connect<T: Transport>(
+    transport: T,
+    handler: Arc<dyn Handler>,
+    config: PeerConfig,
+) -> (
+    Peer,
+    impl Future<Output = Result<(), Error>> + Send + 'static,
+) {
     let (outbound_tx, outbound_rx) = mpsc::channel(config.outbound_queue.max(1));
     let peer = Peer {
         shared: Arc::new(Shared::new(config, outbound_tx)),
         related: None,
     };
     let (reader, writer) = transport.split();
-    let task = tokio::spawn(connection::run(
-        reader,
-        writer,
-        outbound_rx,
-        handler,
-        peer.clone(),
-    ));
-    (peer, task)
+    let run = connection::run(reader, writer, outbound_rx, handler, peer.clone());
+    (peer, run)
 }

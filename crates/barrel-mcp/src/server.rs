@@ -277,7 +277,17 @@ impl Server {
         events: Arc<dyn SessionEvents>,
     ) -> crate::Result<()> {
         let connection = connection::Connection::new(self.clone(), Some(events));
-        self.serve_connection(connection, transport, stop).await
+        // The session's task is the connection's: no second task per session.
+        let handler = Arc::new(connection);
+        let (peer, run) = peer::connect(transport, handler, self.inner.config.peer.clone());
+        tokio::pin!(run);
+        tokio::select! {
+            result = &mut run => result,
+            () = stop.cancelled() => {
+                peer.close();
+                run.await
+            }
+        }
     }
 
     async fn serve_connection<T: Transport>(

@@ -74,12 +74,17 @@ pub trait Transport: Send + 'static {
 }
 
 /// Whoever owns a connection's handshake (the [`Client`](crate::client::Client)). A transport
-/// that lost its session asks it to run the handshake again, so that what the client knows of
-/// the server (its revision, capabilities and info) is never older than the session.
+/// that lost its session runs `initialize` again with what the owner asks, and hands the owner
+/// the answer, so that what the client knows of the server (its revision, capabilities and
+/// info) is never older than the session. The transport sends the two messages itself (the
+/// connection's own queue may be held up behind the very message that met the loss).
 pub trait Handshake: Send + Sync + 'static {
-    /// Runs `initialize` and `notifications/initialized` again over the connection; resolves
-    /// once the new session is in place, or with why it could not be.
-    fn rerun(&self) -> crate::peer::BoxFuture<'static, Result<(), Error>>;
+    /// The params of the `initialize` to send.
+    fn params(&self) -> Result<serde_json::Value, Error>;
+
+    /// Takes the `initialize` result: checks it and keeps what it says of the server. An error
+    /// means the session cannot be taken up again (`notifications/initialized` is not sent).
+    fn accept(&self, result: serde_json::Value) -> Result<(), Error>;
 }
 
 /// The receiving half of a transport.

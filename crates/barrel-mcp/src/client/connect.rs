@@ -29,7 +29,7 @@ use super::options::CallOptions;
 use super::request::{self, Envelope};
 use super::task_receiver::{self, TaskReceiver};
 use super::{Client, Inner, keepalive};
-use crate::peer::{self, BoxFuture, Peer};
+use crate::peer::{self, Peer};
 use crate::transport::{Handshake, Transport};
 use crate::{Error, HttpError, Result};
 
@@ -80,12 +80,7 @@ pub(crate) async fn connect<T: Transport>(
         capabilities: capabilities.clone(),
         tasks: tasks.clone(),
     });
-    let rehandshake = Arc::new(Rehandshake {
-        client: OnceLock::new(),
-        builder: builder.clone(),
-        capabilities: capabilities.clone(),
-        tasks: tasks.clone(),
-    });
+    let rehandshake = Arc::new(Rehandshake::new(builder, &capabilities, tasks.clone()));
     transport.set_handshake(Arc::clone(&rehandshake) as Arc<dyn Handshake>);
     let (peer, task) = peer::serve(transport, dispatch, config.peer.clone());
     let mut guard = CloseOnDrop(Some(peer.clone()));
@@ -203,11 +198,11 @@ impl Hello<'_> {
                     ))),
                 }
             }
-            VersionMode::Pinned(version) => self.initialize(version, true, false).await,
+            VersionMode::Pinned(version) => self.initialize(version, true).await,
             VersionMode::Auto => match self.probe(ProtocolVersion::LATEST).await? {
                 Probe::Modern(n) => Ok(*n),
                 Probe::Legacy => {
-                    self.initialize(ProtocolVersion::LATEST_SESSIONFUL, false, true)
+                    self.initialize(ProtocolVersion::LATEST_SESSIONFUL, false)
                         .await
                 }
             },
@@ -255,21 +250,10 @@ impl Hello<'_> {
     }
 
     /// `initialize` at `version`, then `notifications/initialized`. `pinned` refuses another
-    /// revision than `version`; with `may_probe`, a server that turns out to be modern-only
-    /// (-32022 naming 2026-07-28) is probed once more.
-    async fn initialize(
-        &self,
-        version: ProtocolVersion,
-        pinned: bool,
-        may_probe: bool,
-    ) -> Result<Negotiated> {
-        let params = InitializeParams {
-            protocol_version: version.as_str().to_owned(),
-            capabilities: self.capabilities.clone(),
-            client_info: self.builder.info.clone(),
-            meta: None,
-        };
-        let params = serde_json::to_value(params)?;
+    /// revision than `version`; otherwise a server that turns out to be modern-only (-32022
+    /// naming 2026-07-28) is probed once more.
+    async fn initialize(&self, version: ProtocolVersion, pinned: bool) -> Result<Negotiated> {
+        let params = initialize_params(version, self.capabilities, &self.builder.info)?;
         let options = CallOptions::new();
         let answer = request::send(
             self.peer,
@@ -283,7 +267,7 @@ impl Hello<'_> {
         let result = match answer {
             Ok(result) => result,
             Err(Error::Rpc(error))
-                if may_probe
+                if !pinned
                     && error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
                     && supported(&error).iter().any(|v| v.is_stateless()) =>
             {
@@ -294,75 +278,119 @@ impl Hello<'_> {
             }
             Err(e) => return Err(e),
         };
-        let result: InitializeResult = serde_json::from_value(result)
-            .map_err(|e| Error::Protocol(format!("invalid initialize result: {e}")))?;
-        let chosen = ProtocolVersion::parse(&result.protocol_version)
-            .filter(|v| !v.is_stateless())
-            .ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "the server chose protocol version {:?}, which this client does not speak",
-                    result.protocol_version
-                ))
-            })?;
-        if pinned && chosen != version {
-            return Err(Error::Unsupported(format!(
-                "pinned to {version}, but the server chose {chosen}"
-            )));
-        }
-        if let Some(tasks) = self.tasks {
-            tasks.settle(chosen);
-        }
+        let negotiated = accept_initialize(result, version, pinned, self.tasks)?;
         self.peer
             .notify(names::NOTIFICATIONS_INITIALIZED, None)
             .await?;
-        Ok(Negotiated {
-            version: chosen,
-            server_info: Arc::new(result.server_info),
-            capabilities: Arc::new(result.capabilities),
-            instructions: result.instructions.map(Arc::from),
-        })
+        Ok(negotiated)
     }
 }
 
+/// The `initialize` params asking for `version`.
+fn initialize_params(
+    version: ProtocolVersion,
+    capabilities: &barrel_mcp_types::ClientCapabilities,
+    info: &Implementation,
+) -> Result<Value> {
+    let params = InitializeParams {
+        protocol_version: version.as_str().to_owned(),
+        capabilities: capabilities.clone(),
+        client_info: info.clone(),
+        meta: None,
+    };
+    Ok(serde_json::to_value(params)?)
+}
+
+/// Reads an `initialize` result: the server must choose a sessionful revision this client
+/// speaks (`version` itself when `pinned`). The task receiver learns the revision before
+/// `notifications/initialized`, after which the server may send task-augmented requests.
+fn accept_initialize(
+    result: Value,
+    version: ProtocolVersion,
+    pinned: bool,
+    tasks: Option<&TaskReceiver>,
+) -> Result<Negotiated> {
+    let result: InitializeResult = serde_json::from_value(result)
+        .map_err(|e| Error::Protocol(format!("invalid initialize result: {e}")))?;
+    let chosen = ProtocolVersion::parse(&result.protocol_version)
+        .filter(|v| !v.is_stateless())
+        .ok_or_else(|| {
+            Error::Unsupported(format!(
+                "the server chose protocol version {:?}, which this client does not speak",
+                result.protocol_version
+            ))
+        })?;
+    if pinned && chosen != version {
+        return Err(Error::Unsupported(format!(
+            "pinned to {version}, but the server chose {chosen}"
+        )));
+    }
+    if let Some(tasks) = tasks {
+        tasks.settle(chosen);
+    }
+    Ok(Negotiated {
+        version: chosen,
+        server_info: Arc::new(result.server_info),
+        capabilities: Arc::new(result.capabilities),
+        instructions: result.instructions.map(Arc::from),
+    })
+}
+
 /// The client as the owner of its handshake: a transport that lost its session (a 404 over
-/// Streamable HTTP) has it run `initialize` again, the way [`connect`] did, and what the
-/// server answers replaces what the client knew.
+/// Streamable HTTP) runs `initialize` again with the params asked for the first time, and what
+/// the server answers replaces what the client knew.
 struct Rehandshake {
     /// The client, once connected (weak: the transport that holds this is the client's).
     client: OnceLock<Weak<Inner>>,
-    builder: ClientBuilder,
+    /// The revision asked for, and whether it is the only one taken.
+    version: ProtocolVersion,
+    pinned: bool,
     capabilities: barrel_mcp_types::ClientCapabilities,
+    info: Implementation,
     tasks: Option<Arc<TaskReceiver>>,
 }
 
-impl Handshake for Rehandshake {
-    fn rerun(&self) -> BoxFuture<'static, Result<()>> {
-        let Some(inner) = self.client.get().and_then(Weak::upgrade) else {
-            // Still connecting (the first handshake has no session to lose), or gone.
-            return Box::pin(std::future::ready(Err(Error::Closed)));
+impl Rehandshake {
+    fn new(
+        builder: &ClientBuilder,
+        capabilities: &barrel_mcp_types::ClientCapabilities,
+        tasks: Option<Arc<TaskReceiver>>,
+    ) -> Self {
+        let (version, pinned) = match builder.mode {
+            VersionMode::Pinned(version) => (version, true),
+            VersionMode::Auto => (ProtocolVersion::LATEST_SESSIONFUL, false),
         };
-        let (builder, capabilities) = (self.builder.clone(), self.capabilities.clone());
-        let tasks = self.tasks.clone();
-        Box::pin(async move {
-            let hello = Hello {
-                peer: &inner.peer,
-                builder: &builder,
-                capabilities: &capabilities,
-                tasks: tasks.as_deref(),
-            };
-            // The revision asked for first; a pinned client takes no other.
-            let (version, pinned) = match builder.mode {
-                VersionMode::Pinned(version) => (version, true),
-                VersionMode::Auto => (ProtocolVersion::LATEST_SESSIONFUL, false),
-            };
-            let negotiated = hello.initialize(version, pinned, false).await?;
-            tracing::debug!(version = %negotiated.version, "initialized again");
-            *inner
-                .negotiated
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = negotiated;
-            Ok(())
-        })
+        Self {
+            client: OnceLock::new(),
+            version,
+            pinned,
+            capabilities: capabilities.clone(),
+            info: builder.info.clone(),
+            tasks,
+        }
+    }
+}
+
+impl Handshake for Rehandshake {
+    fn params(&self) -> Result<Value> {
+        initialize_params(self.version, &self.capabilities, &self.info)
+    }
+
+    fn accept(&self, result: Value) -> Result<()> {
+        // Still connecting (the first handshake has no session to lose), or gone.
+        let inner = self
+            .client
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or(Error::Closed)?;
+        let negotiated =
+            accept_initialize(result, self.version, self.pinned, self.tasks.as_deref())?;
+        tracing::debug!(version = %negotiated.version, "initialized again");
+        *inner
+            .negotiated
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = negotiated;
+        Ok(())
     }
 }
 

@@ -102,15 +102,15 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
     // The priming event of a Streamable HTTP stream is not sent: the old transport's clients
     // expect `endpoint` first and may choke on an empty message.
     let first = Bytes::from(format!("event: endpoint\ndata: {endpoint}\n\n"));
-    // The session lives as long as its stream.
-    let guard = session.kill.clone().drop_guard();
+    // The session lives as long as its stream, and the stream as long as the session.
+    let kill = session.kill.clone();
+    let guard = kill.clone().drop_guard();
     reply::event_stream(sse::body(
         vec![first],
         attached.live,
         |event: Bytes| event,
-        |_| false,
         config.keep_alive,
-        Some(guard),
+        Some(sse::Ending::when(kill, guard)),
     ))
 }
 

@@ -12,7 +12,7 @@
 //! `notifications/initialized`, the `initialize` that opened it was refused, a request was
 //! cancelled) the server tells it through [`SessionEvents`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -22,12 +22,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::sse::{self, Attached, EventStream, Limits};
+use super::streams::Streams;
 use crate::Error;
 use crate::server::SessionEvents;
 use crate::transport::{Caller, Frame, MessageReader, MessageWriter, Outgoing};
 
-/// One message POSTed to a session, with who sent it.
-pub(crate) type Inbound = (Frame, Option<Arc<Caller>>);
+/// One message POSTed to a session, with who sent it; boxed, so the session's queue holds
+/// pointers (an idle session's queue is one block of them).
+pub(crate) type Inbound = Box<(Frame, Option<Arc<Caller>>)>;
 
 /// The GET stream's number.
 pub(crate) const GET_STREAM: u64 = 0;
@@ -56,7 +58,7 @@ struct Routing {
     /// A refused `initialize`: the session ends once its answer is out.
     ends_after: Option<RequestId>,
     by_request: HashMap<RequestId, Route>,
-    streams: BTreeMap<u64, EventStream>,
+    streams: Streams,
     next_stream: u64,
     /// The bytes every stream's replay buffer holds, together.
     replay_bytes: usize,
@@ -111,7 +113,7 @@ impl HttpSession {
             routing: Mutex::new(Routing {
                 ends_after: None,
                 by_request: HashMap::new(),
-                streams: BTreeMap::new(),
+                streams: Streams::default(),
                 next_stream: GET_STREAM + 1,
                 replay_bytes: 0,
             }),
@@ -150,7 +152,7 @@ impl HttpSession {
     /// POST waiting for its JSON answer.
     pub(crate) fn is_busy(&self) -> bool {
         let routing = self.routing();
-        routing.streams.values().any(|s| s.has_live_reader())
+        routing.streams.iter().any(|(_, s)| s.has_live_reader())
             || routing
                 .by_request
                 .values()
@@ -213,7 +215,7 @@ impl HttpSession {
             .clone();
         let inbound = inbound.ok_or(Refused::Ended)?;
         inbound
-            .send((Ok(message), caller))
+            .send(Box::new((Ok(message), caller)))
             .await
             .map_err(|_| Refused::Ended)
     }
@@ -222,7 +224,7 @@ impl HttpSession {
     fn end_request(&self, id: &RequestId) {
         let mut routing = self.routing();
         if let Some(Route::Stream(number)) = routing.by_request.remove(id)
-            && let Some(stream) = routing.streams.get_mut(&number)
+            && let Some(stream) = routing.streams.get_mut(number)
         {
             stream.finish();
         }
@@ -236,16 +238,13 @@ impl HttpSession {
         let limits = self.limits;
         match cursor {
             None => {
-                let stream = routing
-                    .streams
-                    .entry(GET_STREAM)
-                    .or_insert_with(|| EventStream::new(GET_STREAM));
+                let stream = routing.streams.get_or_new(GET_STREAM);
                 if stream.has_live_reader() {
                     return Err(true);
                 }
                 stream.attach(None, &limits).ok_or(false)
             }
-            Some((number, seq)) => match routing.streams.get_mut(&number) {
+            Some((number, seq)) => match routing.streams.get_mut(number) {
                 Some(stream) => stream.attach(Some(seq), &limits).ok_or(false),
                 None => Ok(Attached {
                     initial: vec![sse::truncated_notice(number, seq, None)],
@@ -296,14 +295,9 @@ impl HttpSession {
             Destination::Stream(number, finish) => {
                 let limits = self.limits;
                 let stream = if number == GET_STREAM {
-                    Some(
-                        routing
-                            .streams
-                            .entry(GET_STREAM)
-                            .or_insert_with(|| EventStream::new(GET_STREAM)),
-                    )
+                    Some(routing.streams.get_or_new(GET_STREAM))
                 } else {
-                    routing.streams.get_mut(&number)
+                    routing.streams.get_mut(number)
                 };
                 if let Some(stream) = stream {
                     let change = stream.push(&message, &limits);
@@ -324,8 +318,20 @@ impl HttpSession {
 
 /// The server tells the session of its life (see [`SessionEvents`]).
 impl SessionEvents for HttpSession {
+    /// The client has the answer to `initialize` (it says so), so that answer's stream, the
+    /// session's first, is never resumed: it is forgotten rather than kept for every idle
+    /// session.
     fn initialized(&self) {
         self.initialized.store(true, Ordering::Release);
+        let mut routing = self.routing();
+        let first = GET_STREAM + 1;
+        let done = routing
+            .streams
+            .get_mut(first)
+            .is_some_and(|s| s.is_finished() && !s.has_live_reader());
+        if done && let Some(stream) = routing.streams.remove(first) {
+            routing.replay_bytes = routing.replay_bytes.saturating_sub(stream.replay_bytes());
+        }
     }
 
     fn refused(&self, id: &RequestId) {
@@ -386,16 +392,16 @@ fn keep_replay_budget(routing: &mut Routing, budget: usize) {
             .streams
             .iter()
             .find(|(_, stream)| stream.is_finished() && stream.replay_bytes() > 0)
-            .map(|(number, _)| *number);
+            .map(|(number, _)| number);
         let victim = finished.or_else(|| {
             routing
                 .streams
                 .iter()
                 .max_by_key(|(_, stream)| stream.replay_bytes())
-                .map(|(number, _)| *number)
+                .map(|(number, _)| number)
         });
         let freed = victim
-            .and_then(|number| routing.streams.get_mut(&number))
+            .and_then(|number| routing.streams.get_mut(number))
             .map_or(0, EventStream::drop_oldest);
         if freed == 0 {
             break;
@@ -410,11 +416,11 @@ fn forget_old_streams(routing: &mut Routing, retained: usize) {
         let oldest = routing
             .streams
             .iter()
-            .find(|(number, s)| **number != GET_STREAM && s.is_finished() && !s.has_live_reader())
-            .map(|(number, _)| *number);
+            .find(|(number, s)| *number != GET_STREAM && s.is_finished() && !s.has_live_reader())
+            .map(|(number, _)| number);
         match oldest {
             Some(number) => {
-                if let Some(stream) = routing.streams.remove(&number) {
+                if let Some(stream) = routing.streams.remove(number) {
                     routing.replay_bytes =
                         routing.replay_bytes.saturating_sub(stream.replay_bytes());
                 }
@@ -434,7 +440,11 @@ pub(crate) struct SessionReader {
 
 impl MessageReader for SessionReader {
     async fn recv(&mut self) -> Result<Option<Frame>, Error> {
-        Ok(self.inbound.recv().await.map(|(frame, caller)| {
+        // The last sender is forgotten before waiting: an HTTP request's head holds on to the
+        // connection's read buffer, which an idle session must not keep.
+        self.caller = None;
+        Ok(self.inbound.recv().await.map(|inbound| {
+            let (frame, caller) = *inbound;
             self.caller = caller;
             frame
         }))

@@ -71,7 +71,6 @@ pub(crate) async fn post(
                         attached.initial,
                         attached.live,
                         |event: Bytes| event,
-                        |_| false,
                         state.config.keep_alive,
                         None,
                     ))
@@ -141,7 +140,6 @@ pub(crate) fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response 
         attached.initial,
         attached.live,
         |event: Bytes| event,
-        |_| false,
         state.config.keep_alive,
         None,
     ));

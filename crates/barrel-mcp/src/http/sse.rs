@@ -27,7 +27,7 @@ use axum::body::Body;
 use barrel_mcp_types::Message;
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use tokio_util::sync::DropGuard;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The bounds of one stream.
 #[derive(Debug, Clone, Copy)]
@@ -248,26 +248,55 @@ pub(crate) fn plain_event(message: &Message) -> Bytes {
     Bytes::from(format!("event: message\ndata: {}\n\n", message.to_json()))
 }
 
+fn never_last<T>(_: &T) -> bool {
+    false
+}
+
+/// How the live part of an SSE body ends, besides its sender going away.
+pub(crate) struct Ending<T> {
+    /// True for the last item.
+    pub(crate) last: fn(&T) -> bool,
+    /// Cancelled when nothing more will come (the request is over), whoever still holds a
+    /// sender.
+    pub(crate) over: CancellationToken,
+    /// Dropped with the body (the client went away, or the stream ended).
+    pub(crate) guard: DropGuard,
+}
+
+impl<T> Ending<T> {
+    /// Ends when `over` is cancelled, on no particular item.
+    pub(crate) fn when(over: CancellationToken, guard: DropGuard) -> Self {
+        Self {
+            last: never_last::<T>,
+            over,
+            guard,
+        }
+    }
+}
+
 /// The body of an SSE response: `initial` events, then live ones (framed by `frame`) until the
-/// sender is gone or an item `ends` the stream, with a `:` comment whenever the stream was idle
-/// for `keep_alive`. `guard` is dropped with the body (the client went away, or the stream
-/// ended).
+/// sender is gone or the `ending` says so, with a `:` comment whenever the stream was idle for
+/// `keep_alive`.
 pub(crate) fn body<T: Send + 'static>(
     initial: Vec<Bytes>,
     live: Option<mpsc::Receiver<T>>,
     frame: fn(T) -> Bytes,
-    ends: fn(&T) -> bool,
     keep_alive: Duration,
-    guard: Option<DropGuard>,
+    ending: Option<Ending<T>>,
 ) -> Body {
     struct State<T> {
         initial: VecDeque<Bytes>,
         live: Option<mpsc::Receiver<T>>,
         frame: fn(T) -> Bytes,
-        ends: fn(&T) -> bool,
         keep_alive: Duration,
+        last: fn(&T) -> bool,
+        over: Option<CancellationToken>,
         _guard: Option<DropGuard>,
     }
+    let (last, over, guard) = match ending {
+        Some(Ending { last, over, guard }) => (last, Some(over), Some(guard)),
+        None => (never_last::<T> as fn(&T) -> bool, None, None),
+    };
     // The initial events leave as one chunk: one write with the head when they are ready.
     let initial: VecDeque<Bytes> = match initial.len() {
         0 | 1 => initial.into(),
@@ -277,8 +306,9 @@ pub(crate) fn body<T: Send + 'static>(
         initial,
         live,
         frame,
-        ends,
         keep_alive,
+        last,
+        over,
         _guard: guard,
     };
     let stream = futures_util::stream::unfold(state, |mut state| async move {
@@ -286,15 +316,25 @@ pub(crate) fn body<T: Send + 'static>(
             return Some((Ok::<_, Infallible>(event), state));
         }
         let live = state.live.as_mut()?;
+        let over = state.over.as_ref();
+        let over = async {
+            match over {
+                Some(over) => over.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        // What is queued goes out before the end is noticed.
         let next = tokio::select! {
+            biased;
             item = live.recv() => {
                 let item = item?;
-                if (state.ends)(&item) {
+                if (state.last)(&item) {
                     // The last event: the stream ends after it.
                     state.live = None;
                 }
                 (state.frame)(item)
             }
+            () = over => return None,
             () = tokio::time::sleep(state.keep_alive) => Bytes::from_static(b":\n\n"),
         };
         Some((Ok(next), state))

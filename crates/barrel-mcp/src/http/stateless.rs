@@ -23,9 +23,10 @@ use tokio::sync::mpsc;
 use super::State;
 use super::reply::{self, Accepts};
 use super::sse;
+use crate::peer::Queued;
 use crate::peer::one_request;
 use crate::server::{self, Envelope, Scope, Server};
-use crate::transport::{Caller, Outgoing};
+use crate::transport::Caller;
 
 /// True when the body claims a revision in `params._meta` (the 2026-07-28 envelope): the one
 /// place the era of an HTTP POST is decided.
@@ -246,13 +247,13 @@ pub(crate) async fn serve(
         },
     ));
     // Dropping this (the client went away, or the answer is complete) cancels the handler.
+    let over = close.clone();
     let guard = close.drop_guard();
     let mut first = rx.recv().await;
     if !accepts.sse {
-        while let Some(Outgoing {
-            message: Message::Notification(_),
-            ..
-        }) = first
+        while first
+            .as_ref()
+            .is_some_and(|outgoing| matches!(outgoing.message, Message::Notification(_)))
         {
             first = rx.recv().await;
         }
@@ -268,10 +269,13 @@ pub(crate) async fn serve(
         Some(message) => reply::event_stream(sse::body(
             vec![sse::plain_event(&message)],
             Some(rx),
-            |outgoing: Outgoing| sse::plain_event(&outgoing.message),
-            |outgoing: &Outgoing| matches!(outgoing.message, Message::Response(_)),
+            |outgoing: Queued| sse::plain_event(&outgoing.message),
             state.config.keep_alive,
-            Some(guard),
+            Some(sse::Ending {
+                last: |outgoing: &Queued| matches!(outgoing.message, Message::Response(_)),
+                over,
+                guard,
+            }),
         )),
         None => reply::error(
             StatusCode::SERVICE_UNAVAILABLE,

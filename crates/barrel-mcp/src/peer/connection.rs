@@ -4,15 +4,16 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use super::shared::{Shared, lock};
+use super::Queued;
+use super::shared::Shared;
 use super::{Handler, Peer, inbound};
 use crate::Error;
-use crate::transport::{MessageReader, MessageWriter, Outgoing};
+use crate::transport::{MessageReader, MessageWriter};
 
 pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     reader: R,
     writer: W,
-    outbound: mpsc::Receiver<Outgoing>,
+    outbound: mpsc::Receiver<Queued>,
     handler: Arc<dyn Handler>,
     peer: Peer,
 ) -> Result<(), Error> {
@@ -51,33 +52,15 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     };
     let (read, write) = tokio::join!(read, write);
     handler.on_close();
-    stop_handlers(shared).await;
+    shared.handlers.stop(shared.config.handler_grace).await;
     read.and(write)
-}
-
-/// Gives handlers still running (their requests are cancelled by now)
-/// [`PeerConfig::handler_grace`](super::PeerConfig::handler_grace) to return, then aborts them,
-/// so no task of the connection outlives it.
-async fn stop_handlers(shared: &Shared) {
-    let mut handlers = std::mem::take(&mut *lock(&shared.handlers));
-    let finished = async { while handlers.join_next().await.is_some() {} };
-    if tokio::time::timeout(shared.config.handler_grace, finished)
-        .await
-        .is_err()
-    {
-        tracing::debug!(
-            count = handlers.len(),
-            "handlers ignored cancellation; aborted"
-        );
-        handlers.shutdown().await;
-    }
 }
 
 /// Writes queued messages in order. Once the connection ends, writes what is already queued
 /// (within [`PeerConfig::close_grace`](super::PeerConfig::close_grace)) and closes the transport.
 async fn write_loop<W: MessageWriter>(
     mut writer: W,
-    mut outbound: mpsc::Receiver<Outgoing>,
+    mut outbound: mpsc::Receiver<Queued>,
     shared: &Shared,
 ) -> Result<(), Error> {
     let written = async {
@@ -88,10 +71,10 @@ async fn write_loop<W: MessageWriter>(
                 () = shared.closed.cancelled() => None,
             };
             let Some(message) = message else { break };
-            writer.send_outgoing(message).await?;
+            writer.send_outgoing(*message).await?;
         }
         while let Ok(message) = outbound.try_recv() {
-            writer.send_outgoing(message).await?;
+            writer.send_outgoing(*message).await?;
         }
         writer.close().await
     };

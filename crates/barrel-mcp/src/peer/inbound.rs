@@ -8,6 +8,7 @@ use barrel_mcp_types::method::names::INITIALIZE;
 use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId, Response};
 use serde_json::Value;
 
+use super::handlers::Handlers;
 use super::shared::{CANCELLED, PROGRESS, Shared, lock};
 use super::unwind::{self, panic_text};
 use super::{Handler, Peer, RequestContext};
@@ -50,6 +51,7 @@ async fn on_request(
     let shared = &peer.shared;
     let id = request.id.clone();
     if let Some(error) = id_too_long(&shared.config, &request) {
+        handler.on_refused(&request);
         // Not in flight: nothing to take out of the table afterwards.
         shared
             .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
@@ -80,6 +82,7 @@ async fn on_request(
         Ok(cancel) => cancel,
         Err(error) => {
             tracing::debug!(%id, method = %request.method, "request refused: {}", error.message);
+            handler.on_refused(&request);
             shared
                 .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
                 .await;
@@ -94,11 +97,9 @@ async fn on_request(
         caller,
     };
     let started = unwind::start(|| handler.on_request(request, cx));
-    let mut handlers = lock(&shared.handlers);
-    // Forget the handlers that have finished, so the set stays as small as what runs.
-    while handlers.try_join_next().is_some() {}
-    let shared = Arc::clone(shared);
-    handlers.spawn(async move {
+    let owner = Arc::clone(shared);
+    Handlers::spawn(shared, async move {
+        let shared = owner;
         let outcome = unwind::outcome(started, &id, &method).await;
         lock(&shared.in_flight).remove(&id);
         if cancel.is_cancelled() {

@@ -16,13 +16,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::shared::Shared;
-use super::{BoxFuture, Peer, PeerConfig, RequestContext, inbound, unwind};
-use crate::transport::{Caller, Outgoing};
+use super::{BoxFuture, Peer, PeerConfig, Queued, RequestContext, inbound, unwind};
+use crate::transport::Caller;
 
 /// Where one request's messages go, and what ends it.
 pub(crate) struct Route {
     /// The request's messages in order, its response last.
-    pub(crate) outbound: mpsc::Sender<Outgoing>,
+    pub(crate) outbound: mpsc::Sender<Queued>,
     /// Cancelled when the request is over (the client went away, the server halts): the
     /// handler sees its cancellation and nothing more is sent.
     pub(crate) closed: CancellationToken,
@@ -69,7 +69,29 @@ pub(crate) fn serve(
         }
     };
     async move {
-        let outcome = unwind::outcome(started, &id, &method).await;
+        let shared = &peer.shared;
+        // The handler is cancelled when the request is over (the client went away, the
+        // server halts) or, once the server shuts down, when `drain_timeout` has passed; one
+        // that ignores its cancellation is dropped `handler_grace` later, so no request's task
+        // outlives the server.
+        let deadline = async {
+            let drained = async {
+                shared.input_ended.cancelled().await;
+                tokio::time::sleep(shared.config.drain_timeout).await;
+            };
+            tokio::select! {
+                () = shared.closed.cancelled() => {}
+                () = drained => shared.shutdown(),
+            }
+            tokio::time::sleep(shared.config.handler_grace).await;
+        };
+        let outcome = tokio::select! {
+            outcome = unwind::outcome(started, &id, &method) => outcome,
+            () = deadline => {
+                tracing::debug!(%id, %method, "the handler ignored its cancellation; dropped");
+                return;
+            }
+        };
         if cancel.is_cancelled() {
             return;
         }
@@ -84,9 +106,10 @@ pub(crate) fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::Outgoing;
     use barrel_mcp_types::{Message, RequestId};
 
-    fn route(queue: usize, stalled: Duration) -> (Route, mpsc::Receiver<Outgoing>) {
+    fn route(queue: usize, stalled: Duration) -> (Route, mpsc::Receiver<Queued>) {
         let (outbound, rx) = mpsc::channel(queue);
         let route = Route {
             outbound,
@@ -130,13 +153,13 @@ mod tests {
             },
         );
         work.await;
-        let first = rx.recv().await.expect("the notification");
+        let first = *rx.recv().await.expect("the notification");
         assert!(matches!(first.message, Message::Notification(_)));
         assert_eq!(first.related, Some(RequestId::Number(7)));
         let Some(Outgoing {
             message: Message::Response(response),
             ..
-        }) = rx.recv().await
+        }) = rx.recv().await.map(|queued| *queued)
         else {
             panic!("the response comes last");
         };
@@ -158,7 +181,7 @@ mod tests {
         let Some(Outgoing {
             message: Message::Response(response),
             ..
-        }) = rx.recv().await
+        }) = rx.recv().await.map(|queued| *queued)
         else {
             panic!("an answer");
         };
@@ -213,11 +236,72 @@ mod tests {
         let Some(Outgoing {
             message: Message::Response(response),
             ..
-        }) = rx.recv().await
+        }) = rx.recv().await.map(|queued| *queued)
         else {
             panic!("an answer");
         };
         let error = response.outcome.expect_err("refused");
         assert_eq!(error.code, barrel_mcp_types::ErrorCode::INVALID_REQUEST);
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_ignores_its_cancellation_is_dropped_after_the_grace() {
+        let (route, mut rx) = route(8, Duration::from_secs(5));
+        let closed = route.closed.clone();
+        let config = PeerConfig {
+            handler_grace: Duration::from_millis(50),
+            ..PeerConfig::default()
+        };
+        let work = tokio::spawn(serve(
+            config,
+            route,
+            request(RequestId::Number(1)),
+            None,
+            |_, _| Box::pin(std::future::pending()),
+        ));
+        // The client went away: the handler is cancelled, ignores it, and is dropped.
+        closed.cancel();
+        tokio::time::timeout(Duration::from_secs(5), work)
+            .await
+            .expect("the request's task ended")
+            .expect("no panic");
+        assert!(rx.try_recv().is_err(), "nothing was answered");
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_cancels_a_handler_once_the_drain_timeout_passed() {
+        let (route, mut rx) = route(8, Duration::from_secs(5));
+        let input_ended = route.input_ended.clone();
+        let config = PeerConfig {
+            drain_timeout: Duration::from_millis(50),
+            ..PeerConfig::default()
+        };
+        let (seen_tx, seen) = tokio::sync::oneshot::channel();
+        let work = tokio::spawn(serve(
+            config,
+            route,
+            request(RequestId::Number(1)),
+            None,
+            move |_, cx| {
+                Box::pin(async move {
+                    cx.cancel.cancelled().await;
+                    let _ = seen_tx.send(());
+                    Ok(Value::Null)
+                })
+            },
+        ));
+        input_ended.cancel();
+        tokio::time::timeout(Duration::from_secs(5), seen)
+            .await
+            .expect("the handler saw its cancellation")
+            .expect("sent");
+        tokio::time::timeout(Duration::from_secs(5), work)
+            .await
+            .expect("the request's task ended")
+            .expect("no panic");
+        assert!(
+            rx.try_recv().is_err(),
+            "a cancelled request is not answered"
+        );
     }
 }

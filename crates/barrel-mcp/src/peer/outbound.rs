@@ -84,7 +84,9 @@ pub(super) async fn request(
     // reads nothing) counts against the timeout. Giving up before the request is queued sends
     // nothing (the drop forgets the request).
     let start = Instant::now();
-    let queued = shared.outbound.send(Outgoing { message, related });
+    let queued = shared
+        .outbound
+        .send(Box::new(Outgoing { message, related }));
     tokio::select! {
         biased;
         queued = queued => queued.map_err(|_| Error::Closed)?,
@@ -177,10 +179,10 @@ impl Drop for Call<'_> {
             id = self.id,
             "request dropped before its response; cancelling"
         );
-        let message = Outgoing {
+        let message = Box::new(Outgoing {
             message: cancelled_notification(self.id, "the caller stopped waiting"),
             related: self.related.clone(),
-        };
+        });
         match self.shared.outbound.try_send(message) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(message)) => {

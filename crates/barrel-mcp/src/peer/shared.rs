@@ -10,11 +10,11 @@ use barrel_mcp_types::{Message, RequestId};
 use crate::transport::Outgoing;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::PeerConfig;
+use super::handlers::Handlers;
 use super::outbound::Pending;
+use super::{PeerConfig, Queued};
 use crate::Error;
 
 /// The method of the cancellation notification.
@@ -25,7 +25,7 @@ pub(super) const PROGRESS: &str = "notifications/progress";
 pub(super) struct Shared {
     pub(super) config: PeerConfig,
     /// The one ordered queue to the write loop.
-    pub(super) outbound: mpsc::Sender<Outgoing>,
+    pub(super) outbound: mpsc::Sender<Queued>,
     /// Cancelled when the connection ends; parent of every inbound request's token.
     pub(super) closed: CancellationToken,
     /// The next outbound request id.
@@ -37,7 +37,7 @@ pub(super) struct Shared {
     pub(super) in_flight: Mutex<HashMap<RequestId, Option<CancellationToken>>>,
     /// The tasks running inbound request handlers; those still running when the connection
     /// task ends are aborted.
-    pub(super) handlers: Mutex<JoinSet<()>>,
+    pub(super) handlers: Handlers,
     /// Cancelled when the input has ended: no response can arrive any more.
     pub(super) input_ended: CancellationToken,
     /// Inbound requests admitted whose outcome is not yet queued.
@@ -54,7 +54,7 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn new(config: PeerConfig, outbound: mpsc::Sender<Outgoing>) -> Self {
+    pub(super) fn new(config: PeerConfig, outbound: mpsc::Sender<Queued>) -> Self {
         Self {
             config,
             outbound,
@@ -62,7 +62,7 @@ impl Shared {
             next_id: AtomicI64::new(1),
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
-            handlers: Mutex::new(JoinSet::new()),
+            handlers: Handlers::default(),
             input_ended: CancellationToken::new(),
             active: AtomicUsize::new(0),
             request_done: Notify::new(),
@@ -75,7 +75,7 @@ impl Shared {
     #[cfg(feature = "http-server")]
     pub(super) fn one_request(
         config: PeerConfig,
-        outbound: mpsc::Sender<Outgoing>,
+        outbound: mpsc::Sender<Queued>,
         closed: CancellationToken,
         input_ended: CancellationToken,
         send_limit: Duration,
@@ -145,6 +145,7 @@ impl Shared {
 
     /// Puts one message on the outbound queue, within `send_limit` when there is one.
     pub(super) async fn send(&self, outgoing: Outgoing) -> Result<(), Error> {
+        let outgoing = Box::new(outgoing);
         let Some(limit) = self.send_limit else {
             return self
                 .outbound

@@ -168,6 +168,15 @@ impl Handler for Connection {
         }
     }
 
+    fn on_refused(&self, request: &Request) {
+        if request.method == "initialize"
+            && matches!(*self.state(), State::Opening)
+            && let Some(events) = &self.events
+        {
+            events.refused(&request.id);
+        }
+    }
+
     fn on_cancelled(&self, id: &RequestId) {
         if let Some(events) = &self.events {
             events.cancelled(id);

@@ -47,16 +47,18 @@ pub(crate) fn is_removed_method(method: &str) -> bool {
 pub(crate) struct Envelope<'a> {
     /// The revision the body claims, as written.
     pub(crate) claim: &'a str,
-    client_capabilities: ClientCapabilities,
+    /// An object; decoded once the revision is known to be spoken.
+    client_capabilities: &'a Value,
     client_info: Option<Implementation>,
     request_log_level: Option<barrel_mcp_types::LoggingLevel>,
 }
 
 impl<'a> Envelope<'a> {
     /// Reads the envelope, in the order of the spec's ingress rules: the revision is a string,
-    /// the client's capabilities are there and decode, its info and log level decode (each
-    /// -32602 when not). Whether the revision is one this server speaks is [`Envelope::scope`]'s
-    /// question, asked after the headers are compared with the claim.
+    /// the client's capabilities are an object, its info and log level decode (each -32602
+    /// when not). Whether the revision is one this server speaks is [`Envelope::scope`]'s
+    /// question, asked after the headers are compared with the claim; the capabilities are
+    /// decoded then, as their shape is the revision's.
     pub(crate) fn read(meta: &'a Meta) -> Result<Self, ErrorObject> {
         let claim = meta
             .get(PROTOCOL_VERSION_KEY)
@@ -68,8 +70,6 @@ impl<'a> Envelope<'a> {
         if !caps.is_object() {
             return Err(invalid_meta(CLIENT_CAPABILITIES_KEY, "must be an object"));
         }
-        let client_capabilities = ClientCapabilities::deserialize(caps)
-            .map_err(|e| invalid_meta(CLIENT_CAPABILITIES_KEY, &e.to_string()))?;
         let client_info = match meta.get(CLIENT_INFO_KEY) {
             None => None,
             Some(info) => Some(Implementation::deserialize(info).map_err(|_| {
@@ -87,21 +87,23 @@ impl<'a> Envelope<'a> {
         })?;
         Ok(Self {
             claim,
-            client_capabilities,
+            client_capabilities: caps,
             client_info,
             request_log_level,
         })
     }
 
-    /// The scope the request is served in; -32022 when the claimed revision is not a
-    /// stateless one this server speaks.
+    /// The scope the request is served in: -32022 when the claimed revision is not a
+    /// stateless one this server speaks, -32602 when the capabilities do not decode.
     pub(crate) fn scope(self) -> Result<Scope, ErrorObject> {
         let version = ProtocolVersion::parse(self.claim)
             .filter(|v| v.is_stateless())
             .ok_or_else(|| unsupported_version(self.claim))?;
+        let client_capabilities = ClientCapabilities::deserialize(self.client_capabilities)
+            .map_err(|e| invalid_meta(CLIENT_CAPABILITIES_KEY, &e.to_string()))?;
         Ok(Scope {
             version,
-            client_capabilities: Arc::new(self.client_capabilities),
+            client_capabilities: Arc::new(client_capabilities),
             client_info: self.client_info.map(Arc::new),
             session: None,
             request_log_level: self.request_log_level,

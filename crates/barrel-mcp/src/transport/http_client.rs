@@ -43,14 +43,17 @@
 //!   without an event doubles the wait each time (up to 32 times), and one that keeps
 //!   replaying an oversized event is given up after `max_resumptions`. 405 (or any other
 //!   refusal) means the server offers none: nothing more is tried.
-//! - **404 on a known session**: the session expired. The transport asks the owner of the
-//!   handshake (the [`Client`](crate::client::Client), through [`Handshake`]) to run it again,
-//!   on a task of its own, within [`HttpClientConfig::reinitialize_timeout`], and sends the
-//!   message again, once; messages sent meanwhile wait for it. The client keeps its handle and
-//!   its calls, and learns the server's new answer (its revision, capabilities and info); what
-//!   the old session held on the server side (subscriptions, the log level) is gone.
+//! - **404 on a known session**: the session expired. The transport runs the handshake again
+//!   on a task of its own, within [`HttpClientConfig::reinitialize_timeout`]: `initialize`
+//!   with the params the owner of the handshake gives (the [`Client`](crate::client::Client),
+//!   through [`Handshake`]), whose result the owner checks and keeps, then
+//!   `notifications/initialized`; then it sends the message again, once. Messages sent
+//!   meanwhile wait for it. The client keeps its handle and its calls, and knows the server as
+//!   it answered this time (its revision, capabilities and info); what the old session held on
+//!   the server side (subscriptions, the log level) is gone.
 //!   [`HttpClientConfig::reinitialize`] turns this off, and so does a connection with no
-//!   handshake owner (a bare [`Peer`](crate::peer::Peer)); the message then fails.
+//!   handshake owner (a bare [`Peer`](crate::peer::Peer), or a wrapper transport that does
+//!   not pass [`Transport::set_handshake`] on); the message then fails.
 //! - **Cancellation**: a cancelled or timed-out call drops its HTTP exchange. In 2026-07-28 that
 //!   is the whole cancellation (there is no session to tell); in a session
 //!   `notifications/cancelled` is POSTed too.

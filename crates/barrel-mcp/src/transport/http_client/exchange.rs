@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::headers;
 use super::sse::{Item, SseDecoder};
-use super::state::{State, lock, refusal};
+use super::state::{State, lock, next_reinit_id, refusal};
 use crate::transport::Frame;
 use crate::{Error, HttpError};
 
@@ -50,12 +50,8 @@ pub(super) async fn run(state: Arc<State>, message: Message, cancel: Cancellatio
 
 async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<(), Error> {
     let mut retried = false;
-    // The handshake's own `initialize` must not wait for the handshake.
-    let initialize = call.method == "initialize";
     loop {
-        if !initialize {
-            after_reinitialize(state).await;
-        }
+        after_reinitialize(state).await;
         let (headers, session) = state.headers_for(message);
         let response = state.post(message.to_json(), headers).await?;
         let status = response.status();
@@ -494,9 +490,9 @@ pub(super) async fn after_reinitialize(state: &State) {
     drop(state.reinit.lock().await);
 }
 
-/// Has the handshake's owner re-run it after the server forgot the session `stale`: the
-/// session id is dropped first, so the new `initialize` goes out without it and its answer
-/// names the new session.
+/// Runs the handshake again after the server forgot the session `stale`: the owner of the
+/// handshake gives the `initialize` params and takes the result; this sends both messages
+/// itself and holds every other message back until `notifications/initialized` is answered.
 async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Error> {
     let _one_at_a_time = state.reinit.lock().await;
     let Some(handshake) = state.handshake.clone() else {
@@ -509,12 +505,93 @@ async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Err
         }
         session.id = None;
     }
+    let params = Some(handshake.params()?);
     tracing::debug!("the server forgot the session; initializing again");
-    handshake.rerun().await.map_err(|why| {
+    let id = next_reinit_id(state);
+    let message = Message::request(id.clone(), "initialize", params);
+    let (headers, _) = state.headers_for(&message);
+    let response = state.post(message.to_json(), headers).await?;
+    if let Some(error) = refusal(&response) {
+        return Err(error);
+    }
+    let lost = |why: String| {
         Error::Http(HttpError {
             status: Some(404),
             message: format!("the session expired and initializing again failed: {why}"),
             www_authenticate: None,
         })
-    })
+    };
+    if !response.status().is_success() {
+        return Err(lost(format!("HTTP {}", response.status())));
+    }
+    let new_id = response.headers().get(headers::SESSION_ID).cloned();
+    let is_sse = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let result = if is_sse {
+        let mut decoder = SseDecoder::new(state.config.max_event_size);
+        first_response(&mut decoder, response.into_body(), &id).await
+    } else {
+        read_limited(response.into_body(), state.config.max_body_size)
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v.get("result").cloned())
+    };
+    let result = result.ok_or_else(|| lost("no initialize result".into()))?;
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| HeaderValue::try_from(v).ok());
+    // The owner decides whether the answer will do, and keeps what it says of the server.
+    handshake
+        .accept(result)
+        .map_err(|why| lost(why.to_string()))?;
+    {
+        let mut session = lock(&state.session);
+        session.id = new_id;
+        session.version = version;
+    }
+    let initialized = Message::notification("notifications/initialized", None);
+    let (headers, _) = state.headers_for(&initialized);
+    let response = state.post(initialized.to_json(), headers).await?;
+    if !response.status().is_success() {
+        return Err(lost(format!(
+            "notifications/initialized got HTTP {}",
+            response.status()
+        )));
+    }
+    start_listening(state).await;
+    Ok(())
+}
+
+/// The result of the response to `id` on an SSE body, if it comes.
+async fn first_response(
+    decoder: &mut SseDecoder,
+    mut body: Incoming,
+    id: &RequestId,
+) -> Option<Value> {
+    let mut items = Vec::new();
+    while let Some(Ok(frame)) = body.frame().await {
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        decoder.feed(&chunk, &mut items);
+        for item in items.drain(..) {
+            let Item::Event(event) = item else {
+                return None;
+            };
+            if let Ok(Message::Response(Response {
+                id: Some(got),
+                outcome,
+            })) = jsonrpc::decode(&event.data)
+                && &got == id
+            {
+                return outcome.ok();
+            }
+        }
+    }
+    None
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use barrel_mcp_types::{Message, RequestId};
@@ -45,8 +45,9 @@ pub(crate) struct State {
     pub(super) session: Mutex<Session>,
     /// Held while the handshake is re-run, so concurrent 404s run it once.
     pub(super) reinit: tokio::sync::Mutex<()>,
-    /// Who re-runs the handshake after a 404 (the client); without one, the 404 stands.
+    /// Who owns the handshake run again after a 404 (the client); without one, the 404 stands.
     pub(super) handshake: Option<Arc<dyn Handshake>>,
+    pub(super) reinit_count: AtomicU64,
     /// Tools with `x-mcp-header` arguments, from the last `tools/list` answers.
     pub(super) tool_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
     /// Calls in flight, and whether each is a 2026-07-28 one: cancelling a call drops its HTTP
@@ -93,6 +94,7 @@ impl State {
             session: Mutex::new(Session::default()),
             reinit: tokio::sync::Mutex::new(()),
             handshake: None,
+            reinit_count: AtomicU64::new(0),
             tool_params: Mutex::new(HashMap::new()),
             calls: Mutex::new(HashMap::new()),
             listening: AtomicBool::new(false),
@@ -155,10 +157,7 @@ impl State {
         let mut retried = false;
         let initialized = matches!(message, Message::Notification(n) if n.method == INITIALIZED);
         loop {
-            // The handshake's own `notifications/initialized` must not wait for the handshake.
-            if !initialized {
-                exchange::after_reinitialize(self).await;
-            }
+            exchange::after_reinitialize(self).await;
             let (headers, session) = self.headers_for(message);
             let response = self.post(message.to_json(), headers).await?;
             let status = response.status();
@@ -335,4 +334,11 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The id of the `initialize` a lost session is taken up again with (its own namespace, never
+/// one of the peer's integer ids).
+pub(super) fn next_reinit_id(state: &State) -> RequestId {
+    let n = state.reinit_count.fetch_add(1, Ordering::Relaxed);
+    RequestId::String(format!("barrel-mcp-reinitialize-{n}"))
 }

@@ -243,7 +243,8 @@ async fn a_call_that_times_out_lets_go_of_its_stream_and_the_server_is_told() {
     client.close();
 }
 
-/// A server that forgets session `s1` at the first `tools/call` and takes 400 ms to answer
+/// A server that forgets session `s1` at the first `tools/call` (or roots notification) and
+/// takes 400 ms to answer
 /// the `initialize` that replaces it (session `s2`), as a newer build of itself (another
 /// version, and prompts besides tools); no id is 400, as the spec says.
 async fn forgetful(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<Bytes, Infallible>> {
@@ -266,6 +267,9 @@ async fn forgetful(seen: Seen, request: Request<Incoming>) -> Response<BoxBody<B
         &seen,
         format!("POST {method} {}", session.as_deref().unwrap_or("-")),
     );
+    if session.as_deref() == Some("s1") && method == "notifications/roots/list_changed" {
+        return full(StatusCode::NOT_FOUND, "text/plain", String::new());
+    }
     let Some(id) = message.get("id").cloned() else {
         return full(StatusCode::ACCEPTED, "text/plain", String::new());
     };
@@ -325,6 +329,37 @@ async fn a_call_that_gives_up_during_a_reinitialize_does_not_wedge_the_session()
     assert_eq!(count(&seen, "POST notifications/initialized s2"), 1);
     assert_eq!(client.server_info().version, "1");
     assert!(client.capabilities().prompts.is_some());
+    client.close();
+}
+
+#[tokio::test]
+async fn a_notification_that_meets_an_expired_session_takes_it_up_again() {
+    let (url, seen) = serve(forgetful).await;
+    let client = connect(&url, HttpClientConfig::default()).await;
+    // A one-way message meets the 404: the handshake runs again (not behind it in the
+    // connection's queue), and the notification goes out in the new session.
+    within(
+        client
+            .peer()
+            .notify("notifications/roots/list_changed", None),
+    )
+    .await
+    .expect("queued");
+    for _ in 0..100 {
+        if count(&seen, "POST notifications/roots/list_changed s2") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        count(&seen, "POST notifications/roots/list_changed s2"),
+        1,
+        "{:?}",
+        seen.lock().expect("lock")
+    );
+    assert_eq!(count(&seen, "POST notifications/initialized s2"), 1);
+    within(client.ping()).await.expect("the connection goes on");
+    assert_eq!(client.server_info().version, "1");
     client.close();
 }
 

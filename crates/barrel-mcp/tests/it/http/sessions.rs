@@ -421,3 +421,30 @@ async fn a_session_handle_speaks_on_the_sessions_get_stream() {
     .await;
     assert!(heard.is_err(), "bob heard {heard:?}");
 }
+
+#[tokio::test]
+async fn an_initialize_the_peer_refuses_ends_its_session() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let mut client = server.client();
+    // An id longer than the peer takes: refused before the server sees the request.
+    let long_id = "x".repeat(300);
+    let mut message = initialize(1);
+    message["id"] = json!(long_id);
+    let response = client.post(&message).await;
+    let id = session_id(response.headers()).expect("the session was opened");
+    let answer = SseReader::new(response).next_message().await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // The server told the session its initialize was refused: it is gone at once, not
+    // after the initialization timeout.
+    client.session = Some(id);
+    let ping = json!({"jsonrpc":"2.0","id":2,"method":"ping"});
+    let mut status = StatusCode::OK;
+    for _ in 0..50 {
+        status = client.post(&ping).await.status();
+        if status == StatusCode::NOT_FOUND {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

@@ -1,0 +1,147 @@
+//! Heap per open session: sessions opened (initialize, initialized) on one keep-alive
+//! connection, the heap counted by this binary's allocator before, while they are open, and
+//! after they are deleted. Unlike RSS, the count does not depend on the allocator's arenas or
+//! on what the kernel has reclaimed, so it is the same from run to run.
+
+use std::time::Duration;
+
+use barrel_mcp::http::{HttpConfig, StreamableHttp, serve};
+use barrel_mcp::server::{Ctx, Server};
+use hyper::Method;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::raw::{Connection, Failure, REVISION, expect_status, session_id, text};
+use crate::{Check, heap_bytes};
+
+/// The most heap one open session may hold (the issue's bound on memory per session).
+const PER_SESSION_LIMIT: usize = 8 * 1024;
+
+/// How much more heap than before the sessions may stand after they were deleted, per
+/// session that was open (tables keep their grown capacity; nothing else may stay).
+const LEFT_PER_SESSION: usize = 64;
+
+#[derive(Deserialize, JsonSchema)]
+struct Echo {
+    message: String,
+}
+
+pub(crate) async fn run(sessions: usize) -> Vec<Check> {
+    match measure(sessions).await {
+        Ok(checks) => checks,
+        Err(error) => vec![Check::new(format!("memory: the run ({error})"), false)],
+    }
+}
+
+async fn measure(sessions: usize) -> Result<Vec<Check>, Failure> {
+    let server = Server::builder()
+        .name("memory", "1.0.0")
+        .tool(
+            "echo",
+            "Send the message back",
+            |_: Ctx, echo: Echo| async move { Ok(echo.message) },
+        )
+        .build()?;
+    let config = HttpConfig {
+        max_sessions: sessions + 16,
+        ..HttpConfig::default()
+    };
+    let http = StreamableHttp::new(server, config);
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(serve(listener, http.clone(), async move {
+        let _ = stopped.await;
+    }));
+    let mut connection = Connection::open(addr).await?;
+    // A first round grows every table and pool to this size; the second is measured.
+    let mut ids = Vec::with_capacity(sessions);
+    open(&mut connection, sessions, &mut ids).await?;
+    delete(&mut connection, &mut ids).await?;
+    settle(&http).await;
+
+    let before = heap_bytes();
+    open(&mut connection, sessions, &mut ids).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The ids this run keeps are the client's, not the server's.
+    let ours: usize = ids.iter().map(String::capacity).sum();
+    let open_heap = heap_bytes().saturating_sub(ours);
+    delete(&mut connection, &mut ids).await?;
+    settle(&http).await;
+    let after = heap_bytes();
+    drop(connection);
+    let _ = stop.send(());
+    let _ = serving.await;
+
+    let per_session = open_heap.saturating_sub(before) / sessions.max(1);
+    let left = after.saturating_sub(before);
+    println!(
+        "memory: {sessions} sessions: heap {before} bytes before, {open_heap} open \
+         ({per_session} per session), {after} after they were deleted"
+    );
+    Ok(vec![
+        Check::new(
+            format!(
+                "memory: an open session holds {per_session} bytes of heap (at most {PER_SESSION_LIMIT})"
+            ),
+            per_session <= PER_SESSION_LIMIT,
+        ),
+        Check::new(
+            format!(
+                "memory: the heap is back within {left} bytes once the sessions are deleted (at most {})",
+                LEFT_PER_SESSION * sessions
+            ),
+            left <= LEFT_PER_SESSION * sessions,
+        ),
+    ])
+}
+
+/// Opens `count` sessions (initialize, then initialized), keeping their ids.
+async fn open(
+    connection: &mut Connection,
+    count: usize,
+    ids: &mut Vec<String>,
+) -> Result<(), Failure> {
+    for _ in 0..count {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": REVISION, "capabilities": {},
+            "clientInfo": {"name": "memory", "version": "1"}}});
+        let answer = connection
+            .send(Method::POST, None, Some(&initialize))
+            .await?;
+        expect_status(&answer, &[200], "initialize")?;
+        let id = session_id(&answer).ok_or("initialize: no session id")?;
+        text(answer).await?;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let answer = connection
+            .send(Method::POST, Some(&id), Some(&initialized))
+            .await?;
+        expect_status(&answer, &[202], "initialized")?;
+        text(answer).await?;
+        ids.push(id);
+    }
+    Ok(())
+}
+
+/// Deletes every session in `ids`.
+async fn delete(connection: &mut Connection, ids: &mut Vec<String>) -> Result<(), Failure> {
+    for id in ids.drain(..) {
+        let answer = connection.send(Method::DELETE, Some(&id), None).await?;
+        expect_status(&answer, &[200, 204], "DELETE")?;
+        text(answer).await?;
+    }
+    Ok(())
+}
+
+/// Waits (at most 10 s) until the server holds no session and its tasks have ended.
+async fn settle(http: &StreamableHttp) {
+    for _ in 0..100 {
+        if http.session_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
