@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::net::TcpListener;
 
+use crate::process::rss_kib;
 use crate::raw::{Connection, Failure, REVISION, expect_status, session_id, text};
 use crate::{Check, heap_bytes};
 
@@ -56,21 +57,23 @@ async fn measure(sessions: usize) -> Result<Vec<Check>, Failure> {
         let _ = stopped.await;
     }));
     let mut connection = Connection::open(addr).await?;
+    let rss_fresh = rss_kib();
     // A first round grows every table and pool to this size; the second is measured.
     let mut ids = Vec::with_capacity(sessions);
     open(&mut connection, sessions, &mut ids).await?;
     delete(&mut connection, &mut ids).await?;
     settle(&http).await;
 
-    let before = heap_bytes();
+    let (before, rss_before) = (heap_bytes(), rss_kib());
     open(&mut connection, sessions, &mut ids).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let rss_open = rss_kib();
     // The ids this run keeps are the client's, not the server's.
     let ours: usize = ids.iter().map(String::capacity).sum();
     let open_heap = heap_bytes().saturating_sub(ours);
     delete(&mut connection, &mut ids).await?;
     settle(&http).await;
-    let after = heap_bytes();
+    let (after, rss_after) = (heap_bytes(), rss_kib());
     drop(connection);
     let _ = stop.send(());
     let _ = serving.await;
@@ -79,7 +82,8 @@ async fn measure(sessions: usize) -> Result<Vec<Check>, Failure> {
     let left = after.saturating_sub(before);
     println!(
         "memory: {sessions} sessions: heap {before} bytes before, {open_heap} open \
-         ({per_session} per session), {after} after they were deleted"
+         ({per_session} per session), {after} after they were deleted; RSS {rss_fresh} KiB \
+         fresh, {rss_before} after a first round, {rss_open} open, {rss_after} after"
     );
     Ok(vec![
         Check::new(

@@ -280,6 +280,7 @@ impl Server {
         // The session's task is the connection's: no second task per session.
         let handler = Arc::new(connection);
         let (peer, run) = peer::connect(transport, handler, self.inner.config.peer.clone());
+        let _close = CloseOnDrop(peer.clone());
         tokio::pin!(run);
         tokio::select! {
             result = &mut run => result,
@@ -296,13 +297,6 @@ impl Server {
         transport: T,
         stop: CancellationToken,
     ) -> crate::Result<()> {
-        /// Ends the connection when the future is dropped before it finishes.
-        struct CloseOnDrop(peer::Peer);
-        impl Drop for CloseOnDrop {
-            fn drop(&mut self) {
-                self.0.close();
-            }
-        }
         let handler = Arc::new(connection);
         let (peer, mut task) = peer::serve(transport, handler, self.inner.config.peer.clone());
         let _close = CloseOnDrop(peer.clone());
@@ -511,5 +505,15 @@ impl Server {
             .registry
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Ends a connection when the future serving it is dropped before it finishes: its handlers
+/// see their cancellation and its pending requests fail.
+struct CloseOnDrop(peer::Peer);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }

@@ -57,6 +57,9 @@ pub(crate) struct HttpSession {
 struct Routing {
     /// A refused `initialize`: the session ends once its answer is out.
     ends_after: Option<RequestId>,
+    /// The stream of the session's first request (the `initialize` that opened it), if it
+    /// was answered on one; `Some(None)` once the first request was seen without one.
+    first_stream: Option<Option<u64>>,
     by_request: HashMap<RequestId, Route>,
     streams: Streams,
     next_stream: u64,
@@ -112,6 +115,7 @@ impl HttpSession {
             inbound: Mutex::new(Some(inbound)),
             routing: Mutex::new(Routing {
                 ends_after: None,
+                first_stream: None,
                 by_request: HashMap::new(),
                 streams: Streams::default(),
                 next_stream: GET_STREAM + 1,
@@ -181,11 +185,13 @@ impl HttpSession {
                     .attach(None, &self.limits)
                     .expect("a fresh stream takes a fresh reader");
                 routing.streams.insert(number, events);
+                routing.first_stream.get_or_insert(Some(number));
                 routing.by_request.insert(id.clone(), Route::Stream(number));
                 forget_old_streams(&mut routing, self.limits.retained_streams);
                 Reply::Stream(attached)
             } else {
                 let (tx, rx) = oneshot::channel();
+                routing.first_stream.get_or_insert(None);
                 routing.by_request.insert(id.clone(), Route::Json(tx));
                 Reply::Json(rx)
             }
@@ -280,11 +286,8 @@ impl HttpSession {
             Message::Response(response) => response.id.clone(),
             _ => None,
         };
-        if answers.is_some() && answers == routing.ends_after {
-            tracing::debug!(session = %self.id, "initialize refused; the session ends");
-            routing.ends_after = None;
-            self.kill.cancel();
-        }
+        // A refused `initialize`: the session ends once its answer is on its stream.
+        let last = answers.is_some() && answers == routing.ends_after;
         let destination = if self.legacy {
             // One stream carries everything, responses included.
             Destination::Stream(GET_STREAM, false)
@@ -313,18 +316,25 @@ impl HttpSession {
             }
             Destination::Nowhere(why) => tracing::debug!("{why}; dropped"),
         }
+        if last {
+            tracing::debug!(session = %self.id, "initialize refused; the session ends");
+            routing.ends_after = None;
+            self.kill.cancel();
+        }
     }
 }
 
 /// The server tells the session of its life (see [`SessionEvents`]).
 impl SessionEvents for HttpSession {
-    /// The client has the answer to `initialize` (it says so), so that answer's stream, the
-    /// session's first, is never resumed: it is forgotten rather than kept for every idle
-    /// session.
+    /// The client has the answer to `initialize` (it says so), so that answer's stream (the
+    /// stream of the session's first request) is never resumed: it is forgotten rather than
+    /// kept for every idle session.
     fn initialized(&self) {
         self.initialized.store(true, Ordering::Release);
         let mut routing = self.routing();
-        let first = GET_STREAM + 1;
+        let Some(Some(first)) = routing.first_stream else {
+            return;
+        };
         let done = routing
             .streams
             .get_mut(first)

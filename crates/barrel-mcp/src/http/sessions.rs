@@ -131,6 +131,12 @@ impl Sessions {
         let watched = Arc::clone(&session);
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
         self.tasks.spawn(async move {
+            // However the task ends (a panic in the connection included), the session's
+            // streams end and its slot is given back.
+            let _forget = Forget {
+                sessions: Arc::clone(&sessions),
+                session: Arc::clone(&watched),
+            };
             let stop = watched.kill.clone();
             let events: Arc<dyn SessionEvents> = watched.clone();
             let serve = server.serve_session(transport, stop.clone(), events);
@@ -145,9 +151,6 @@ impl Sessions {
             if let Err(error) = result {
                 tracing::debug!(%error, "session connection failed");
             }
-            watched.finish_all();
-            sessions.remove(&watched.id);
-            tracing::debug!(session = %watched.id, "session ended");
         });
         Ok(session)
     }
@@ -207,4 +210,18 @@ fn new_session_id() -> Option<String> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).ok()?;
     Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// Ends a session's streams and forgets it, when its task ends.
+struct Forget {
+    sessions: Arc<Sessions>,
+    session: Arc<HttpSession>,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.session.finish_all();
+        self.sessions.remove(&self.session.id);
+        tracing::debug!(session = %self.session.id, "session ended");
+    }
 }

@@ -51,7 +51,7 @@ async fn on_request(
     let shared = &peer.shared;
     let id = request.id.clone();
     if let Some(error) = id_too_long(&shared.config, &request) {
-        handler.on_refused(&request);
+        tell(|| handler.on_refused(&request), "on_refused");
         // Not in flight: nothing to take out of the table afterwards.
         shared
             .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
@@ -82,7 +82,7 @@ async fn on_request(
         Ok(cancel) => cancel,
         Err(error) => {
             tracing::debug!(%id, method = %request.method, "request refused: {}", error.message);
-            handler.on_refused(&request);
+            tell(|| handler.on_refused(&request), "on_refused");
             shared
                 .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
                 .await;
@@ -115,6 +115,17 @@ async fn on_request(
     });
 }
 
+/// Calls a handler's hook on the read loop; a panic in it is logged, and reading goes on.
+fn tell(hook: impl FnOnce(), name: &str) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(hook)) {
+        tracing::error!(
+            hook = name,
+            panic = panic_text(&*panic),
+            "handler hook panicked"
+        );
+    }
+}
+
 /// -32600 for a string id longer than [`PeerConfig::max_request_id_length`](super::PeerConfig):
 /// such an id is never kept in a table or written to the logs.
 pub(super) fn id_too_long(config: &super::PeerConfig, request: &Request) -> Option<ErrorObject> {
@@ -142,7 +153,7 @@ fn on_notification(notification: Notification, handler: &dyn Handler, peer: &Pee
     match notification.method.as_str() {
         CANCELLED => {
             if let Some(id) = cancel_in_flight(shared, notification.params.as_ref()) {
-                handler.on_cancelled(&id);
+                tell(|| handler.on_cancelled(&id), "on_cancelled");
             }
             return;
         }

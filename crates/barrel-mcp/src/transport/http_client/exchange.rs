@@ -376,10 +376,17 @@ pub(super) async fn start_listening(state: &Arc<State>) {
 async fn listen(state: &State, ready: oneshot::Sender<()>) {
     let mut ready = Some(ready);
     let mut last: Option<String> = None;
+    // The session `last` belongs to: a cursor is no use in a session taken up again.
+    let mut cursor_session = lock(&state.session).id.clone();
     let mut failures = 0u32;
     let mut empty = 0u32;
     let mut oversized = 0u32;
     loop {
+        let session = lock(&state.session).id.clone();
+        if session != cursor_session {
+            last = None;
+            cursor_session = session;
+        }
         let response = state.get(last.as_deref()).await;
         if let Some(ready) = ready.take() {
             let _ = ready.send(());
@@ -546,9 +553,12 @@ async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Err
         .and_then(Value::as_str)
         .and_then(|v| HeaderValue::try_from(v).ok());
     // The owner decides whether the answer will do, and keeps what it says of the server.
-    handshake
-        .accept(result)
-        .map_err(|why| lost(why.to_string()))?;
+    if let Err(why) = handshake.accept(result) {
+        if let Some(orphan) = new_id {
+            state.delete(orphan).await;
+        }
+        return Err(lost(why.to_string()));
+    }
     {
         let mut session = lock(&state.session);
         session.id = new_id;
@@ -556,12 +566,21 @@ async fn reinitialize(state: &Arc<State>, stale: &HeaderValue) -> Result<(), Err
     }
     let initialized = Message::notification("notifications/initialized", None);
     let (headers, _) = state.headers_for(&initialized);
-    let response = state.post(initialized.to_json(), headers).await?;
-    if !response.status().is_success() {
-        return Err(lost(format!(
+    let sent = match state.post(initialized.to_json(), headers).await {
+        Ok(response) if response.status().is_success() => Ok(()),
+        Ok(response) => Err(lost(format!(
             "notifications/initialized got HTTP {}",
             response.status()
-        )));
+        ))),
+        Err(error) => Err(error),
+    };
+    if let Err(error) = sent {
+        // The new session is half made: it goes, and the old id comes back for the next try.
+        let orphan = lock(&state.session).id.take();
+        if let Some(orphan) = orphan {
+            state.delete(orphan).await;
+        }
+        return Err(error);
     }
     start_listening(state).await;
     Ok(())

@@ -272,6 +272,11 @@ impl State {
         self.closed.cancel();
         let session = lock(&self.session).id.clone();
         let Some(session) = session else { return };
+        self.delete(session).await;
+    }
+
+    /// DELETEs session `session`, within `close_timeout`; a failure is only logged.
+    pub(super) async fn delete(&self, session: HeaderValue) {
         let mut headers = self.headers.clone();
         headers.insert(headers::SESSION_ID, session);
         if let Some(version) = lock(&self.session).version.clone() {
