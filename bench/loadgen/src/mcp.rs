@@ -2,7 +2,8 @@
 //!
 //! Sessionful requests speak `2025-11-25`, the newest revision every peer accepts through
 //! `initialize`; stateless ones speak `2026-07-28` with the per-request `_meta` envelope and the
-//! `Mcp-Method`/`Mcp-Name` headers.
+//! `Mcp-Method`/`Mcp-Name` headers; sessionless ones speak `2025-11-25` with neither a session
+//! nor an `initialize` first, to a server that serves that revision without sessions.
 
 use std::fmt::Write as _;
 
@@ -13,16 +14,17 @@ pub const SESSION_VERSION: &str = "2025-11-25";
 /// The stateless revision.
 pub const STATELESS_VERSION: &str = "2026-07-28";
 /// What the echo tool is asked to send back; a reply without it is an error.
-const MESSAGE: &str = "hello-bench";
+pub const MESSAGE: &str = "hello-bench";
 
 /// How requests are sent: inside a session, or stateless with the per-request envelope, or
 /// stateless as a task of the tasks extension (`echo_task`: the call, then `tasks/get` until
-/// the task is completed, is one operation).
+/// the task is completed, is one operation), or in `2025-11-25` without a session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Session,
     Stateless,
     Task,
+    Sessionless,
 }
 
 /// The `tasks/get` polls one task operation may make before it counts as an error.
@@ -59,11 +61,8 @@ impl Client {
 
     /// `initialize` then `notifications/initialized`; returns the session id.
     pub async fn open_session(&self, conn: &mut Conn) -> Result<String, String> {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{SESSION_VERSION}","capabilities":{{}},"clientInfo":{{"name":"loadgen","version":"0.0.0"}}}}}}"#
-        );
         let reply = conn
-            .roundtrip(&self.post(&[], &body))
+            .roundtrip(&self.post(&[], &initialize_body()))
             .await
             .map_err(|e| format!("initialize: {e}"))?;
         if reply.status != 200 || find(&reply.body, b"\"result\"").is_none() {
@@ -72,13 +71,12 @@ impl Client {
         let session = reply
             .session
             .ok_or_else(|| "initialize: no Mcp-Session-Id in the reply".to_owned())?;
-        let body = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         let headers = [
             ("Mcp-Session-Id", session.as_str()),
             ("MCP-Protocol-Version", SESSION_VERSION),
         ];
         let reply = conn
-            .roundtrip(&self.post(&headers, body))
+            .roundtrip(&self.post(&headers, INITIALIZED))
             .await
             .map_err(|e| format!("initialized: {e}"))?;
         if !(200..300).contains(&reply.status) {
@@ -148,7 +146,9 @@ impl Client {
                 };
             }
         }
-        Err(format!("task {task_id} did not complete in {MAX_TASK_POLLS} polls"))
+        Err(format!(
+            "task {task_id} did not complete in {MAX_TASK_POLLS} polls"
+        ))
     }
 
     /// One `tools/call` of `echo`, checked; returns whether the reply was an SSE stream.
@@ -162,18 +162,18 @@ impl Client {
         if mode == Mode::Task {
             return self.call_task(conn, id).await;
         }
-        let request = match session {
-            Some(session) => {
-                let body = format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{MESSAGE}"}}}}}}"#
-                );
+        let request = match (session, mode) {
+            (Some(session), _) => {
                 let headers = [
                     ("Mcp-Session-Id", session),
                     ("MCP-Protocol-Version", SESSION_VERSION),
                 ];
-                self.post(&headers, &body)
+                self.post(&headers, &call_body(id))
             }
-            None => {
+            (None, Mode::Sessionless) => {
+                self.post(&[("MCP-Protocol-Version", SESSION_VERSION)], &call_body(id))
+            }
+            (None, _) => {
                 let body = format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{MESSAGE}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{STATELESS_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"loadgen","version":"0.0.0"}}}}}}}}"#
                 );
@@ -186,16 +186,37 @@ impl Client {
             }
         };
         let reply = conn.roundtrip(&request).await.map_err(|e| e.to_string())?;
-        let ok = reply.status == 200
-            && find(&reply.body, b"\"result\"").is_some()
-            && find(&reply.body, MESSAGE.as_bytes()).is_some()
-            && find(&reply.body, b"\"isError\":true").is_none();
-        if ok {
+        if reply.status == 200 && is_echo(&reply.body) {
             Ok(reply.is_sse())
         } else {
             Err(describe(&reply))
         }
     }
+}
+
+/// A `tools/call` of `echo` in a sessionful revision (no `_meta` envelope).
+pub fn call_body(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{MESSAGE}"}}}}}}"#
+    )
+}
+
+/// `initialize` in [`SESSION_VERSION`], with id 0.
+pub fn initialize_body() -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{SESSION_VERSION}","capabilities":{{}},"clientInfo":{{"name":"loadgen","version":"0.0.0"}}}}}}"#
+    )
+}
+
+/// `notifications/initialized`.
+pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// True when `reply` is the successful answer of an echo call: a `result` carrying the echoed
+/// text, not flagged as an error.
+pub fn is_echo(reply: &[u8]) -> bool {
+    find(reply, b"\"result\"").is_some()
+        && find(reply, MESSAGE.as_bytes()).is_some()
+        && find(reply, b"\"isError\":true").is_none()
 }
 
 /// The JSON string that follows `prefix` in `body` (no escapes: ids are base64url).

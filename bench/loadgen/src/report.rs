@@ -8,24 +8,92 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-/// The servers, in column order: (key used in the TSV, column title).
-const SERVERS: [(&str, &str); 3] = [
+/// The servers, in column order: (key used in the TSV, column title). barrel-mcp and rmcp
+/// always have a column; the others only when the results have them.
+const SERVERS: [(&str, &str); 4] = [
     ("barrel-mcp", "barrel-mcp"),
     ("rmcp", "rmcp"),
+    ("floor", "floor"),
     ("ts-sdk", "TypeScript SDK"),
 ];
 
-/// The timed cases, in row order: (case key, title).
-const CASES: [(&str, &str); 5] = [
-    ("sse64", "64 conns, stateful, SSE replies"),
-    ("json64", "64 conns, stateful, JSON replies"),
-    ("stateless64", "64 conns, 2026-07-28 stateless"),
-    ("seq1", "1 conn, sequential"),
+/// One metric row of a case.
+#[derive(Clone, Copy)]
+enum Metric {
+    /// Operations per second (the unit names them), with the reply kind when it is not the
+    /// case's own, and the errors.
+    Rate(&'static str),
+    /// p50 / p99 latency.
+    Latency,
+    /// Server CPU time per operation.
+    Cpu(&'static str),
+    /// The time until every pipelined call was answered.
+    Wall,
+    /// Cold start: median wall time, then min / max.
+    ColdMedian,
+    ColdRange,
+    /// Cold start: the server's CPU time until the call is answered.
+    ColdCpu,
+}
+
+const HTTP_ROWS: &[Metric] = &[
+    Metric::Rate("req/s"),
+    Metric::Latency,
+    Metric::Cpu("server CPU µs per op"),
+];
+
+/// The cases, in row order: (case key, title, rows).
+const CASES: [(&str, &str, &[Metric]); 9] = [
+    ("sse64", "64 conns, stateful, SSE replies", HTTP_ROWS),
+    ("json64", "64 conns, stateful, JSON replies", HTTP_ROWS),
+    ("stateless64", "64 conns, 2026-07-28 stateless", HTTP_ROWS),
+    (
+        "sessionless64",
+        "64 conns, 2025-11-25 sessionless",
+        HTTP_ROWS,
+    ),
+    ("seq1", "1 conn, sequential", HTTP_ROWS),
     (
         "sessions8",
         "session creation (8 conns; initialize + initialized + DELETE)",
+        &[
+            Metric::Rate("sessions/s"),
+            Metric::Latency,
+            Metric::Cpu("server CPU µs per op"),
+        ],
+    ),
+    (
+        "stdio-pipelined",
+        "stdio, 10,000 calls pipelined",
+        &[
+            Metric::Rate("calls/s"),
+            Metric::Wall,
+            Metric::Cpu("server CPU µs per call"),
+        ],
+    ),
+    (
+        "stdio-seq",
+        "stdio, sequential",
+        &[
+            Metric::Rate("calls/s"),
+            Metric::Latency,
+            Metric::Cpu("server CPU µs per call"),
+        ],
+    ),
+    (
+        "cold",
+        "cold start (stdio: spawn, initialize, 1 call, exit)",
+        &[Metric::ColdMedian, Metric::ColdRange, Metric::ColdCpu],
     ),
 ];
+
+/// The reply kind a case asks for; a cell whose median round got another says so.
+fn wanted_reply(case: &str) -> Option<&'static str> {
+    match case {
+        "json64" | "sessionless64" => Some("json"),
+        _ => None,
+    }
+}
 
 type Fields = HashMap<String, String>;
 
@@ -57,7 +125,11 @@ fn parse(tsv: &str) -> HashMap<(String, String), Fields> {
     rounds
         .into_iter()
         .map(|(key, mut all)| {
-            let by = if key.1 == "memory" { "full_kib" } else { "rps" };
+            let by = match key.1.as_str() {
+                "memory" => "full_kib",
+                "cold" => "p50_us",
+                _ => "rps",
+            };
             all.sort_by(|a, b| {
                 num(Some(a), by)
                     .partial_cmp(&num(Some(b), by))
@@ -92,13 +164,35 @@ fn ratio(barrel: Option<f64>, rmcp: Option<f64>) -> String {
     }
 }
 
-/// One table row: a title, a cell per server, and the ratio of the first two numbers.
-fn row(out: &mut String, title: &str, cells: &[(String, Option<f64>)]) {
+/// One table row: a title, a cell per shown server, and the ratios of barrel-mcp's number
+/// to rmcp's and (when the floor has a column) to the floor's.
+fn row(out: &mut String, title: &str, shown: &[(&str, &str)], cells: &[(String, Option<f64>)]) {
     let _ = write!(out, "| {title} |");
     for (text, _) in cells {
         let _ = write!(out, " {text} |");
     }
-    let _ = writeln!(out, " {} |", ratio(cells[0].1, cells[1].1));
+    let value = |server: &str| {
+        shown
+            .iter()
+            .position(|(s, _)| *s == server)
+            .and_then(|i| cells[i].1)
+    };
+    let _ = write!(out, " {} |", ratio(value("barrel-mcp"), value("rmcp")));
+    if shown.iter().any(|(s, _)| *s == "floor") {
+        let _ = write!(out, " {} |", ratio(value("barrel-mcp"), value("floor")));
+    }
+    out.push('\n');
+}
+
+/// The servers with a column: barrel-mcp and rmcp, and the others the results have.
+fn shown_servers(results: &HashMap<(String, String), Fields>) -> Vec<(&'static str, &'static str)> {
+    SERVERS
+        .iter()
+        .copied()
+        .filter(|(s, _)| {
+            matches!(*s, "barrel-mcp" | "rmcp") || results.keys().any(|(server, _)| server == s)
+        })
+        .collect()
 }
 
 /// The cost of bearer JWT authentication: barrel-mcp's `sse64` against the same case with a
@@ -121,73 +215,144 @@ fn auth_cost(results: &HashMap<(String, String), Fields>) -> Option<String> {
     ))
 }
 
+/// The text and value of one cell of a case's metric row.
+fn cell(f: Option<&Fields>, case: &str, metric: Metric) -> (String, Option<f64>) {
+    let na = || ("n/a".to_owned(), None);
+    match metric {
+        Metric::Rate(_) => {
+            let Some(rps) = num(f, "rps") else {
+                return na();
+            };
+            let mut text = thousands(rps);
+            let reply = f.and_then(|f| f.get("reply")).map_or("-", String::as_str);
+            if let Some(wanted) = wanted_reply(case)
+                && reply != wanted
+            {
+                let _ = write!(text, " ({reply} replies)");
+            }
+            if let Some(e) = num(f, "errors").filter(|e| *e > 0.0) {
+                let _ = write!(text, " ({} errors)", thousands(e));
+            }
+            (text, Some(rps))
+        }
+        Metric::Latency => match (num(f, "p50_us"), num(f, "p99_us")) {
+            (Some(p50), Some(p99)) => (
+                format!("{:.3} / {:.3}", p50 / 1000.0, p99 / 1000.0),
+                Some(p50),
+            ),
+            _ => na(),
+        },
+        Metric::Cpu(_) => match num(f, "cpu_us") {
+            Some(cpu) if cpu < 10.0 => (format!("{cpu:.1}"), Some(cpu)),
+            Some(cpu) => (format!("{cpu:.0}"), Some(cpu)),
+            None => na(),
+        },
+        Metric::Wall => match num(f, "wall_us") {
+            Some(wall) => (format!("{:.1}", wall / 1000.0), Some(wall)),
+            None => na(),
+        },
+        Metric::ColdMedian => match num(f, "p50_us").filter(|_| num(f, "runs") > Some(0.0)) {
+            Some(p50) => {
+                let mut text = format!("{:.1}", p50 / 1000.0);
+                if let Some(e) = num(f, "errors").filter(|e| *e > 0.0) {
+                    let _ = write!(text, " ({e} errors)");
+                }
+                (text, Some(p50))
+            }
+            None => na(),
+        },
+        Metric::ColdRange => match (num(f, "min_us"), num(f, "max_us"), num(f, "runs")) {
+            (Some(min), Some(max), Some(runs)) if runs > 0.0 => (
+                format!("{:.1} / {:.1}", min / 1000.0, max / 1000.0),
+                Some(min),
+            ),
+            _ => na(),
+        },
+        Metric::ColdCpu => match num(f, "cpu_us") {
+            Some(cpu) => (format!("{:.1}", cpu / 1000.0), Some(cpu)),
+            None => na(),
+        },
+    }
+}
+
+fn metric_title(case_title: &str, metric: Metric, first: bool) -> String {
+    let name = match metric {
+        Metric::Rate(unit) => unit,
+        Metric::Latency => "p50 / p99 ms",
+        Metric::Cpu(label) => label,
+        Metric::Wall => "until all answered, ms",
+        Metric::ColdMedian => "median wall ms",
+        Metric::ColdRange => "min / max wall ms",
+        Metric::ColdCpu => "server CPU ms until the call is answered (median)",
+    };
+    if first {
+        format!("{case_title} | {name}")
+    } else {
+        format!(" | {name}")
+    }
+}
+
+/// The cells the chart plots, one line each after a header: case title, server title, req/s
+/// (or calls/s), server CPU µs per operation (empty when not measured). Only the cases with a
+/// rate, and only the servers with a column.
+pub fn chart_data(tsv: &str) -> String {
+    let results = parse(tsv);
+    let shown = shown_servers(&results);
+    let mut out = String::from("case\tserver\trate\tcpu_us\n");
+    for (case, title, metrics) in CASES {
+        if !matches!(metrics.first(), Some(Metric::Rate(_))) {
+            continue;
+        }
+        for (server, server_title) in &shown {
+            let f = results.get(&((*server).to_owned(), case.to_owned()));
+            let Some(rate) = num(f, "rps") else {
+                continue;
+            };
+            let cpu = num(f, "cpu_us").map_or_else(String::new, |c| format!("{c:.2}"));
+            let _ = writeln!(out, "{title}\t{server_title}\t{rate:.1}\t{cpu}");
+        }
+    }
+    out
+}
+
 /// Builds the markdown table from a TSV file's text.
 pub fn table(tsv: &str) -> String {
     let results = parse(tsv);
     let auth = auth_cost(&results);
+    let shown = shown_servers(&results);
     let get = |server: &str, case: &str| results.get(&(server.to_owned(), case.to_owned()));
     let mut out = String::from("| case | metric |");
-    for (_, title) in SERVERS {
+    for (_, title) in &shown {
         let _ = write!(out, " {title} |");
     }
-    out.push_str(" barrel-mcp / rmcp |\n|---|---|");
-    out.push_str(&"---:|".repeat(SERVERS.len() + 1));
+    out.push_str(" barrel-mcp / rmcp |");
+    let with_floor = shown.iter().any(|(s, _)| *s == "floor");
+    if with_floor {
+        out.push_str(" barrel-mcp / floor |");
+    }
+    out.push_str("\n|---|---|");
+    out.push_str(&"---:|".repeat(shown.len() + 1 + usize::from(with_floor)));
     out.push('\n');
-    for (case, title) in CASES {
-        let unit = if case == "sessions8" {
-            "sessions/s"
-        } else {
-            "req/s"
-        };
-        let rate: Vec<_> = SERVERS
-            .iter()
-            .map(|(s, _)| {
-                let f = get(s, case);
-                let Some(rps) = num(f, "rps") else {
-                    return ("n/a".to_owned(), None);
-                };
-                let mut text = thousands(rps);
-                let reply = f.and_then(|f| f.get("reply")).map_or("-", String::as_str);
-                let wanted = match case {
-                    "json64" => "json",
-                    "sessions8" => "-",
-                    _ => "",
-                };
-                if case == "json64" && reply != wanted {
-                    let _ = write!(text, " ({reply} replies)");
-                }
-                if let Some(e) = num(f, "errors").filter(|e| *e > 0.0) {
-                    let _ = write!(text, " ({} errors)", thousands(e));
-                }
-                (text, Some(rps))
-            })
-            .collect();
-        row(&mut out, &format!("{title} | {unit}"), &rate);
-        let latency: Vec<_> = SERVERS
-            .iter()
-            .map(|(s, _)| {
-                let f = get(s, case);
-                match (num(f, "p50_us"), num(f, "p99_us")) {
-                    (Some(p50), Some(p99)) => (
-                        format!("{:.3} / {:.3}", p50 / 1000.0, p99 / 1000.0),
-                        Some(p50),
-                    ),
-                    _ => ("n/a".to_owned(), None),
-                }
-            })
-            .collect();
-        row(&mut out, " | p50 / p99 ms", &latency);
-        let cpu: Vec<_> = SERVERS
-            .iter()
-            .map(|(s, _)| match num(get(s, case), "cpu_us") {
-                Some(cpu) => (format!("{cpu:.0}"), Some(cpu)),
-                None => ("n/a".to_owned(), None),
-            })
-            .collect();
-        row(&mut out, " | server CPU µs per op", &cpu);
+    for (case, title, metrics) in CASES {
+        // A case nobody ran (an older result file, or only some cases) has no rows.
+        if !shown.iter().any(|(s, _)| get(s, case).is_some()) {
+            continue;
+        }
+        for (i, metric) in metrics.iter().enumerate() {
+            let cells: Vec<_> = shown
+                .iter()
+                .map(|(s, _)| cell(get(s, case), case, *metric))
+                .collect();
+            row(
+                &mut out,
+                &metric_title(title, *metric, i == 0),
+                &shown,
+                &cells,
+            );
+        }
     }
     let memory = |key: &str, scale: f64, digits: usize| -> Vec<(String, Option<f64>)> {
-        SERVERS
+        shown
             .iter()
             .map(|(s, _)| {
                 let f = get(s, "memory");
@@ -198,35 +363,51 @@ pub fn table(tsv: &str) -> String {
                             _ => None,
                         }
                     }
-                    _ => num(f, key),
+                    "after_over_idle" => match (num(f, "after_kib"), num(f, "idle_kib")) {
+                        (Some(after), Some(idle)) if idle > 0.0 && after > 0.0 => {
+                            Some(after / idle)
+                        }
+                        _ => None,
+                    },
+                    _ => num(f, key).filter(|v| *v > 0.0),
                 };
                 match value {
+                    Some(v) if key == "after_over_idle" => (format!("{v:.2}×"), Some(v)),
                     Some(v) => (format!("{:.*}", digits, v / scale), Some(v)),
                     None => ("n/a".to_owned(), None),
                 }
             })
             .collect()
     };
-    row(
-        &mut out,
-        "server RSS | idle, MiB",
-        &memory("idle_kib", 1024.0, 1),
-    );
-    row(
-        &mut out,
-        " | 1,000 open sessions, MiB",
-        &memory("full_kib", 1024.0, 1),
-    );
-    row(
-        &mut out,
-        " | per open session, KiB",
-        &memory("per_session", 1.0, 1),
-    );
-    row(
-        &mut out,
-        " | idle, anonymous only (RssAnon), MiB",
-        &memory("idle_anon_kib", 1024.0, 1),
-    );
+    if shown.iter().any(|(s, _)| get(s, "memory").is_some()) {
+        // The sessions the memory case opened (BENCH_SESSIONS), as the most any server took.
+        let opened = shown
+            .iter()
+            .filter_map(|(s, _)| num(get(s, "memory"), "opened"))
+            .fold(0.0, f64::max);
+        let open_title = format!(" | {} open sessions, MiB", thousands(opened));
+        let rows = [
+            ("server RSS | idle, MiB", "idle_kib", 1024.0, 1),
+            (open_title.as_str(), "full_kib", 1024.0, 1),
+            (" | per open session, KiB", "per_session", 1.0, 1),
+            (
+                " | after all sessions closed (1 s after the last DELETE), MiB",
+                "after_kib",
+                1024.0,
+                1,
+            ),
+            (" | after closed / idle", "after_over_idle", 1.0, 2),
+            (
+                " | idle, anonymous only (RssAnon), MiB",
+                "idle_anon_kib",
+                1024.0,
+                1,
+            ),
+        ];
+        for (title, key, scale, digits) in rows {
+            row(&mut out, title, &shown, &memory(key, scale, digits));
+        }
+    }
     let mut notes = Vec::new();
     // Errors of every round, not only of the median ones shown in the table.
     for row in tsv.lines() {
@@ -270,8 +451,58 @@ mod tests {
         let tsv = "barrel-mcp\tsse64\trps=200\tp50_us=100\tp99_us=900\treply=sse\n\
                    rmcp\tsse64\trps=100\tp50_us=200\tp99_us=800\treply=sse\n";
         let table = table(tsv);
-        assert!(table.contains("| 200 | 100 | n/a | 2.00× |"), "{table}");
+        assert!(table.contains("| 200 | 100 | 2.00× |"), "{table}");
         assert!(table.contains("0.100 / 0.900"), "{table}");
+    }
+
+    #[test]
+    fn floor_column_and_ratio() {
+        let tsv = "barrel-mcp\tsse64\trps=200\tp50_us=100\tp99_us=900\tcpu_us=20\n\
+                   rmcp\tsse64\trps=100\tp50_us=200\tp99_us=800\tcpu_us=40\n\
+                   floor\tsse64\trps=400\tp50_us=50\tp99_us=90\tcpu_us=10\n";
+        let table = table(tsv);
+        assert!(
+            table.contains("| barrel-mcp / rmcp | barrel-mcp / floor |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 200 | 100 | 400 | 2.00× | 0.50× |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 20 | 40 | 10 | 0.50× | 2.00× |"),
+            "{table}"
+        );
+        assert!(!table.contains("TypeScript SDK"), "{table}");
+        let chart = chart_data(tsv);
+        assert!(
+            chart.contains("64 conns, stateful, SSE replies\tfloor\t400.0\t10.00"),
+            "{chart}"
+        );
+    }
+
+    #[test]
+    fn memory_after_and_stdio_rows() {
+        let tsv = "barrel-mcp\tmemory\tidle_kib=10240\tfull_kib=30720\tafter_kib=15360\topened=1000\n\
+                   rmcp\tmemory\tidle_kib=5120\tfull_kib=56320\tafter_kib=10240\topened=1000\n\
+                   barrel-mcp\tcold\tp50_us=4000\tmin_us=3000\tmax_us=9000\truns=20\tcpu_us=2500\n\
+                   rmcp\tstdio-pipelined\trps=50000\twall_us=200000\tcpu_us=15.5\n";
+        let table = table(tsv);
+        assert!(table.contains("| 15.0 | 10.0 | 1.50× |"), "{table}");
+        assert!(
+            table.contains("| after closed / idle | 1.50× | 2.00× | 0.75× |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 1,000 open sessions, MiB | 30.0 | 55.0 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| median wall ms | 4.0 | n/a | — |"),
+            "{table}"
+        );
+        assert!(table.contains("| calls/s | n/a | 50,000 | — |"), "{table}");
+        assert!(table.contains("| 200.0 |"), "{table}");
     }
 
     #[test]

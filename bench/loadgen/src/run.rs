@@ -161,7 +161,7 @@ async fn connect(client: &Client, work: Work) -> Result<(Conn, Option<String>), 
         .map_err(|e| format!("connect: {e}"))?;
     let session = match work {
         Work::Call(Mode::Session) => Some(client.open_session(&mut conn).await?),
-        Work::Call(Mode::Stateless | Mode::Task) | Work::Session => None,
+        Work::Call(Mode::Stateless | Mode::Task | Mode::Sessionless) | Work::Session => None,
     };
     Ok((conn, session))
 }
@@ -173,11 +173,14 @@ fn fail(out: &mut Outcome, error: String) {
     }
 }
 
-/// Memory of a server: idle, then with `sessions` sessions open (no GET stream).
+/// Memory of a server: idle, then with `sessions` sessions open (no GET stream), then after
+/// they were all deleted.
 #[derive(Debug, Default)]
 pub struct Memory {
     pub idle_kib: u64,
     pub full_kib: u64,
+    /// VmRSS 1 s after the last DELETE: what the server gives back once its sessions end.
+    pub after_kib: u64,
     /// The anonymous part of the idle RSS: the heap and stacks, without the mapped binary.
     pub idle_anon_kib: u64,
     pub opened: usize,
@@ -185,7 +188,8 @@ pub struct Memory {
     pub first_error: Option<String>,
 }
 
-/// Opens `sessions` sessions over `conns` connections, reads VmRSS, then deletes them all.
+/// Opens `sessions` sessions over `conns` connections, reads VmRSS, deletes them all, and reads
+/// VmRSS again 1 s after the last DELETE.
 pub async fn memory(client: Client, pid: u32, sessions: usize, conns: usize) -> Memory {
     let mut mem = Memory {
         idle_kib: status_kib(pid, "VmRSS:").unwrap_or(0),
@@ -233,24 +237,34 @@ pub async fn memory(client: Client, pid: u32, sessions: usize, conns: usize) -> 
         }
         if let Some(mut conn) = conn {
             for id in ids {
-                if conn.broken || client.close_session(&mut conn, &id).await.is_err() {
+                if conn.broken {
+                    break;
+                }
+                if let Err(e) = client.close_session(&mut conn, &id).await {
+                    mem.errors += 1;
+                    if mem.first_error.is_none() {
+                        mem.first_error = Some(e);
+                    }
                     break;
                 }
             }
         }
     }
+    // The same settling time as with the sessions open.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    mem.after_kib = status_kib(pid, "VmRSS:").unwrap_or(0);
     mem
 }
 
 /// A KiB field of `/proc/PID/status`, such as `VmRSS:` or `RssAnon:`.
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// User plus system CPU time of a process, in clock ticks.
-fn cpu_ticks(pid: u32) -> Option<u64> {
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces; fields are counted after its closing parenthesis.
     let rest = &stat[stat.rfind(')')? + 2..];
