@@ -11,6 +11,9 @@
 //! `ECHO_AUTH_TOKEN_FILE=<path>` as well, a token valid for a day is written there. The
 //! benchmark's `sse64-jwt` case measures what checking it costs, and `bench/cost task` what a
 //! task costs against a plain stateless call.
+//!
+//! With `ECHO_SESSIONLESS=1` the sessionful revisions are served without sessions
+//! (`HttpConfig::sessionless`): the benchmark's `sessionless64` case.
 
 use barrel_mcp::auth::jose::{Algorithm, SigningKey};
 use barrel_mcp::auth::server::{AuthConfig, JwtBearer};
@@ -84,7 +87,10 @@ async fn main() -> barrel_mcp::Result<()> {
             |_: Ctx, args: EchoArgs| async move { Ok(args.message) },
         )
         .build()?;
-    let mut config = HttpConfig::default();
+    let mut config = HttpConfig {
+        sessionless: std::env::var_os("ECHO_SESSIONLESS").is_some_and(|v| v == "1"),
+        ..HttpConfig::default()
+    };
     if let Ok(secret) = std::env::var("ECHO_AUTH_HS256") {
         config.auth = Some(jwt_auth(&addr, secret.as_bytes())?);
     }
