@@ -118,6 +118,21 @@ pub trait MessageWriter: Send + 'static {
         self.send(outgoing.message)
     }
 
+    /// Sends several messages that were waiting together, in order. The default sends them
+    /// one by one; a byte stream overrides it to write them at once (one write and one flush
+    /// for the lot, where each message alone would cost both).
+    fn send_batch(
+        &mut self,
+        batch: Vec<Outgoing>,
+    ) -> impl Future<Output = Result<(), Error>> + Send {
+        async move {
+            for outgoing in batch {
+                self.send_outgoing(outgoing).await?;
+            }
+            Ok(())
+        }
+    }
+
     /// Closes the sending side so the other end sees the end of input.
     fn close(&mut self) -> impl Future<Output = Result<(), Error>> + Send;
 }

@@ -10,6 +10,9 @@ use super::{Handler, Peer, inbound};
 use crate::Error;
 use crate::transport::{MessageReader, MessageWriter};
 
+/// The most messages handed to the transport in one batch.
+const BATCH: usize = 64;
+
 pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     reader: R,
     writer: W,
@@ -58,6 +61,7 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
 
 /// Writes queued messages in order. Once the connection ends, writes what is already queued
 /// (within [`PeerConfig::close_grace`](super::PeerConfig::close_grace)) and closes the transport.
+/// Messages that are waiting together go to the transport as one batch (at most `BATCH`).
 async fn write_loop<W: MessageWriter>(
     mut writer: W,
     mut outbound: mpsc::Receiver<Queued>,
@@ -71,7 +75,22 @@ async fn write_loop<W: MessageWriter>(
                 () = shared.closed.cancelled() => None,
             };
             let Some(message) = message else { break };
-            writer.send_outgoing(*message).await?;
+            // What else is waiting goes with it, in one write where the transport can.
+            match outbound.try_recv() {
+                Err(_) => writer.send_outgoing(*message).await?,
+                Ok(next) => {
+                    let mut batch = Vec::with_capacity(BATCH);
+                    batch.push(*message);
+                    batch.push(*next);
+                    while batch.len() < BATCH {
+                        match outbound.try_recv() {
+                            Ok(more) => batch.push(*more),
+                            Err(_) => break,
+                        }
+                    }
+                    writer.send_batch(batch).await?;
+                }
+            }
         }
         while let Ok(message) = outbound.try_recv() {
             writer.send_outgoing(*message).await?;

@@ -227,6 +227,10 @@ impl MessageWriter for ChildWriter {
         self.inner.send(message).await
     }
 
+    async fn send_batch(&mut self, batch: Vec<super::Outgoing>) -> Result<(), Error> {
+        self.inner.send_batch(batch).await
+    }
+
     async fn close(&mut self) -> Result<(), Error> {
         // A child that already exited has a broken stdin; closing it is still "closed".
         let _ = self.inner.close().await;

@@ -188,6 +188,18 @@ impl<W: AsyncWrite + Unpin + Send + 'static> MessageWriter for StdioWriter<W> {
         Ok(())
     }
 
+    /// Writes the messages as lines with one write and one flush.
+    async fn send_batch(&mut self, batch: Vec<super::Outgoing>) -> Result<(), Error> {
+        let mut lines = Vec::with_capacity(batch.len() * 128);
+        for outgoing in batch {
+            serde_json::to_writer(&mut lines, &outgoing.message)?;
+            lines.push(b'\n');
+        }
+        self.writer.write_all(&lines).await?;
+        self.writer.flush().await?;
+        Ok(())
+    }
+
     async fn close(&mut self) -> Result<(), Error> {
         self.writer.shutdown().await?;
         Ok(())
