@@ -10,11 +10,10 @@ use barrel_mcp::server::{Ctx, Server};
 use hyper::Method;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::process::rss_kib;
-use crate::raw::{Connection, Failure, REVISION, expect_status, session_id, text};
+use crate::raw::{Connection, Failure, expect_status, text};
 use crate::{Check, heap_bytes};
 
 /// The most heap one open session may hold (the bound on memory per session).
@@ -109,21 +108,7 @@ async fn open(
     ids: &mut Vec<String>,
 ) -> Result<(), Failure> {
     for _ in 0..count {
-        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": REVISION, "capabilities": {},
-            "clientInfo": {"name": "memory", "version": "1"}}});
-        let answer = connection
-            .send(Method::POST, None, Some(&initialize))
-            .await?;
-        expect_status(&answer, &[200], "initialize")?;
-        let id = session_id(&answer).ok_or("initialize: no session id")?;
-        text(answer).await?;
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let answer = connection
-            .send(Method::POST, Some(&id), Some(&initialized))
-            .await?;
-        expect_status(&answer, &[202], "initialized")?;
-        text(answer).await?;
+        let id = connection.open_session("memory").await?;
         ids.push(id);
     }
     Ok(())

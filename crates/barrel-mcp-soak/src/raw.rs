@@ -42,6 +42,25 @@ impl Connection {
         })
     }
 
+    /// Opens a session: `initialize`, then `notifications/initialized`; returns its id.
+    pub(crate) async fn open_session(&mut self, client: &str) -> Result<String, Failure> {
+        let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": REVISION, "capabilities": {},
+                       "clientInfo": {"name": client, "version": "0"}}});
+        let answer = self.send(Method::POST, None, Some(&initialize)).await?;
+        expect_status(&answer, &[200], "initialize")?;
+        let id = session_id(&answer).ok_or("initialize: no session id")?;
+        text(answer).await?;
+        let initialized =
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let answer = self
+            .send(Method::POST, Some(&id), Some(&initialized))
+            .await?;
+        expect_status(&answer, &[202], "initialized")?;
+        text(answer).await?;
+        Ok(id)
+    }
+
     /// Sends one request to `/mcp`: a JSON-RPC `message` when given, for `session` when given.
     pub(crate) async fn send(
         &mut self,

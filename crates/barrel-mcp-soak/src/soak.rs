@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 
 use crate::Check;
 use crate::process::{live_tasks, rss_kib};
-use crate::raw::{Connection, Failure, REVISION, expect_status, session_id, text};
+use crate::raw::{Connection, Failure, expect_status, text};
 
 /// Sessions open at once.
 const WAVE: usize = 250;
@@ -247,19 +247,7 @@ type Held = (Connection, hyper::Response<hyper::body::Incoming>);
 /// One session: initialize, initialized, maybe a GET stream, a tool call, DELETE.
 async fn session(addr: SocketAddr, reader: Reader) -> Result<Option<Held>, Failure> {
     let mut posts = Connection::open(addr).await?;
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": REVISION, "capabilities": {},
-        "clientInfo": {"name": "soak", "version": "0"}}});
-    let answer = posts.send(Method::POST, None, Some(&initialize)).await?;
-    expect_status(&answer, &[200], "initialize")?;
-    let id = session_id(&answer).ok_or("initialize: no session id")?;
-    text(answer).await?;
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let answer = posts
-        .send(Method::POST, Some(&id), Some(&initialized))
-        .await?;
-    expect_status(&answer, &[202], "initialized")?;
-    text(answer).await?;
+    let id = posts.open_session("soak").await?;
 
     let mut stream = None;
     if reader != Reader::None {

@@ -88,7 +88,8 @@ async fn write_loop<W: MessageWriter>(
                             Err(_) => break,
                         }
                     }
-                    writer.send_batch(batch).await?;
+                    // Boxed: the loop's own future (held by every idle connection) stays small.
+                    Box::pin(writer.send_batch(batch)).await?;
                 }
             }
         }

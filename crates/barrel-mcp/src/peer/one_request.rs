@@ -106,7 +106,6 @@ pub(crate) fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::Outgoing;
     use barrel_mcp_types::{Message, RequestId};
 
     fn route(queue: usize, stalled: Duration) -> (Route, mpsc::Receiver<Queued>) {
@@ -118,6 +117,14 @@ mod tests {
             stalled,
         };
         (route, rx)
+    }
+
+    /// The next message on the queue, which must be a response.
+    async fn response_from(rx: &mut mpsc::Receiver<Queued>) -> barrel_mcp_types::Response {
+        match rx.recv().await.map(|queued| queued.message) {
+            Some(Message::Response(response)) => response,
+            other => panic!("a response, not {other:?}"),
+        }
     }
 
     fn request(id: RequestId) -> Request {
@@ -156,13 +163,7 @@ mod tests {
         let first = *rx.recv().await.expect("the notification");
         assert!(matches!(first.message, Message::Notification(_)));
         assert_eq!(first.related, Some(RequestId::Number(7)));
-        let Some(Outgoing {
-            message: Message::Response(response),
-            ..
-        }) = rx.recv().await.map(|queued| *queued)
-        else {
-            panic!("the response comes last");
-        };
+        let response = response_from(&mut rx).await;
         assert_eq!(response.id, Some(RequestId::Number(7)));
         assert_eq!(response.outcome, Ok(serde_json::json!({ "ok": true })));
     }
@@ -178,13 +179,7 @@ mod tests {
             |_, _| -> BoxFuture<'static, _> { panic!("secret detail") },
         )
         .await;
-        let Some(Outgoing {
-            message: Message::Response(response),
-            ..
-        }) = rx.recv().await.map(|queued| *queued)
-        else {
-            panic!("an answer");
-        };
+        let response = response_from(&mut rx).await;
         let error = response.outcome.expect_err("an error");
         assert_eq!(error.code, barrel_mcp_types::ErrorCode::INTERNAL_ERROR);
         assert!(!error.message.contains("secret"));
@@ -233,13 +228,7 @@ mod tests {
             |_, _| -> BoxFuture<'static, _> { unreachable!("the handler is not called") },
         )
         .await;
-        let Some(Outgoing {
-            message: Message::Response(response),
-            ..
-        }) = rx.recv().await.map(|queued| *queued)
-        else {
-            panic!("an answer");
-        };
+        let response = response_from(&mut rx).await;
         let error = response.outcome.expect_err("refused");
         assert_eq!(error.code, barrel_mcp_types::ErrorCode::INVALID_REQUEST);
     }
