@@ -1,11 +1,15 @@
-//! A session's streams by number, in a vector kept in order. A session holds few (the ones in
-//! use and at most `retained_streams` finished ones), numbers only grow, and an idle session
-//! should hold little: a map's first node alone is larger than a few entries here.
+//! A session's streams by number, in a ring kept in order. A session holds few (the ones in
+//! use and at most `retained_streams` finished ones), numbers only grow (a new stream goes at
+//! the back, the oldest finished one leaves from the front, both without moving the others),
+//! and an idle session should hold little: a map's first node alone is larger than a few
+//! entries here.
+
+use std::collections::VecDeque;
 
 use super::sse::EventStream;
 
 #[derive(Debug, Default)]
-pub(crate) struct Streams(Vec<(u64, EventStream)>);
+pub(crate) struct Streams(VecDeque<(u64, EventStream)>);
 
 impl Streams {
     pub(crate) fn len(&self) -> usize {
@@ -13,10 +17,8 @@ impl Streams {
     }
 
     pub(crate) fn get_mut(&mut self, number: u64) -> Option<&mut EventStream> {
-        self.0
-            .iter_mut()
-            .find(|(n, _)| *n == number)
-            .map(|(_, stream)| stream)
+        let at = self.0.binary_search_by_key(&number, |(n, _)| *n).ok()?;
+        self.0.get_mut(at).map(|(_, stream)| stream)
     }
 
     /// The stream `number`, made empty first when there is none.
@@ -32,15 +34,15 @@ impl Streams {
         &mut self.0[at].1
     }
 
-    /// Adds stream `number` (a new one: numbers only grow, so it goes at the end).
+    /// Adds stream `number` (a new one: numbers only grow, so it goes at the back).
     pub(crate) fn insert(&mut self, number: u64, stream: EventStream) {
         let at = self.0.partition_point(|(n, _)| *n < number);
         self.0.insert(at, (number, stream));
     }
 
     pub(crate) fn remove(&mut self, number: u64) -> Option<EventStream> {
-        let at = self.0.iter().position(|(n, _)| *n == number)?;
-        Some(self.0.remove(at).1)
+        let at = self.0.binary_search_by_key(&number, |(n, _)| *n).ok()?;
+        self.0.remove(at).map(|(_, stream)| stream)
     }
 
     /// The streams, oldest first.
