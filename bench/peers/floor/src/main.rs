@@ -140,6 +140,18 @@ fn encode<T: Serialize>(value: &T, sse: bool) -> Vec<u8> {
     out
 }
 
+/// A result reply.
+fn ok<T: Serialize>(id: &Value, result: T, sse: bool) -> Vec<u8> {
+    encode(
+        &Reply {
+            jsonrpc: "2.0",
+            id,
+            result,
+        },
+        sse,
+    )
+}
+
 fn error(id: &Value, code: i32, message: &'static str, sse: bool) -> Vec<u8> {
     let reply = ErrorReply {
         jsonrpc: "2.0",
@@ -188,14 +200,7 @@ async fn post(request: Request<Incoming>, sessionless: bool) -> Response<Full<By
                     version: "0.0.0",
                 },
             };
-            encode(
-                &Reply {
-                    jsonrpc: "2.0",
-                    id,
-                    result,
-                },
-                sse,
-            )
+            ok(id, result, sse)
         }
         "tools/call" => match message.params.and_then(|p| p.arguments) {
             Some(args) => {
@@ -206,25 +211,11 @@ async fn post(request: Request<Incoming>, sessionless: bool) -> Response<Full<By
                     }],
                     is_error: false,
                 };
-                encode(
-                    &Reply {
-                        jsonrpc: "2.0",
-                        id,
-                        result,
-                    },
-                    sse,
-                )
+                ok(id, result, sse)
             }
             None => error(id, -32602, "Invalid params", sse),
         },
-        "ping" => encode(
-            &Reply {
-                jsonrpc: "2.0",
-                id,
-                result: serde_json::Map::new(),
-            },
-            sse,
-        ),
+        "ping" => ok(id, serde_json::Map::new(), sse),
         _ => error(id, -32601, "Method not found", sse),
     };
     let content_type = if sse {
