@@ -6,14 +6,12 @@
 use std::time::Duration;
 
 use barrel_mcp::http::{HttpConfig, StreamableHttp, serve};
-use barrel_mcp::server::{Ctx, Server};
 use hyper::Method;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use tokio::net::TcpListener;
 
 use crate::process::rss_kib;
 use crate::raw::{Connection, Failure, expect_status, text};
+use crate::soak::echo_server;
 use crate::{Check, heap_bytes};
 
 /// The most heap one open session may hold (the bound on memory per session).
@@ -23,11 +21,6 @@ const PER_SESSION_LIMIT: usize = 8 * 1024;
 /// session that was open (tables keep their grown capacity; nothing else may stay).
 const LEFT_PER_SESSION: usize = 64;
 
-#[derive(Deserialize, JsonSchema)]
-struct Echo {
-    message: String,
-}
-
 pub(crate) async fn run(sessions: usize) -> Vec<Check> {
     match measure(sessions).await {
         Ok(checks) => checks,
@@ -36,14 +29,7 @@ pub(crate) async fn run(sessions: usize) -> Vec<Check> {
 }
 
 async fn measure(sessions: usize) -> Result<Vec<Check>, Failure> {
-    let server = Server::builder()
-        .name("memory", "1.0.0")
-        .tool(
-            "echo",
-            "Send the message back",
-            |_: Ctx, echo: Echo| async move { Ok(echo.message) },
-        )
-        .build()?;
+    let server = echo_server("memory")?;
     let config = HttpConfig {
         max_sessions: sessions + 16,
         ..HttpConfig::default()

@@ -44,16 +44,20 @@ struct Echo {
     message: String,
 }
 
-pub(crate) async fn run(sessions: usize) -> Vec<Check> {
-    let server = Server::builder()
-        .name("soak", "1.0.0")
+/// A server named `name` with one tool, `echo`, which sends its `message` back.
+pub(crate) fn echo_server(name: &str) -> Result<Server, barrel_mcp::Error> {
+    Server::builder()
+        .name(name, "1.0.0")
         .tool(
             "echo",
             "Send the message back",
             |_: Ctx, echo: Echo| async move { Ok(echo.message) },
         )
-        .build();
-    let server = match server {
+        .build()
+}
+
+pub(crate) async fn run(sessions: usize) -> Vec<Check> {
+    let server = match echo_server("soak") {
         Ok(server) => server,
         Err(error) => {
             return vec![Check::new(

@@ -71,7 +71,7 @@ use request_state::RequestStateCodec;
 pub(crate) use session::{read_initialize, serve_sessionless};
 pub use session_handle::SessionHandle;
 #[cfg(feature = "http-server")]
-pub(crate) use stateless::{Envelope, claims_version, serve as serve_stateless};
+pub(crate) use stateless::{Envelope, claims_version, request_meta, serve as serve_stateless};
 pub use typed::{IntoPromptResult, IntoResourceContents};
 
 /// Limits and defaults of a server. Every field has a documented default.

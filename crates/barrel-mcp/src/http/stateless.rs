@@ -73,10 +73,7 @@ fn request_id(body: &Value) -> Option<barrel_mcp_types::RequestId> {
 /// The envelope, read once, and the headers compared with it, in the order of the spec's
 /// ingress rules; the scope the request is served in.
 fn check(headers: &HeaderMap, body: &Value) -> Result<Scope, ErrorObject> {
-    let meta = body
-        .get("params")
-        .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object)
+    let meta = server::request_meta(body.get("params"))
         .ok_or_else(|| invalid_meta(PROTOCOL_VERSION_KEY, "must be a string"))?;
     let envelope = Envelope::read(meta)?;
     let method = body.get("method").and_then(Value::as_str).unwrap_or("");

@@ -42,13 +42,7 @@ pub(crate) fn serve(
     handler: impl FnOnce(Request, RequestContext) -> BoxFuture<'static, Result<Value, ErrorObject>>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let refused = inbound::id_too_long(&config, &request);
-    let shared = Shared::one_request(
-        config,
-        route.outbound,
-        route.closed,
-        route.input_ended,
-        route.stalled,
-    );
+    let shared = Shared::one_request(config, route);
     let peer = Peer {
         shared: Arc::new(shared),
         related: None,

@@ -73,19 +73,13 @@ impl Shared {
 
     /// The state of one request served without a connection (see `peer/one_request.rs`).
     #[cfg(feature = "http-server")]
-    pub(super) fn one_request(
-        config: PeerConfig,
-        outbound: mpsc::Sender<Queued>,
-        closed: CancellationToken,
-        input_ended: CancellationToken,
-        send_limit: Duration,
-    ) -> Self {
+    pub(super) fn one_request(config: PeerConfig, route: super::one_request::Route) -> Self {
         Self {
-            closed,
-            input_ended,
+            closed: route.closed,
+            input_ended: route.input_ended,
             reads_responses: false,
-            send_limit: Some(send_limit),
-            ..Self::new(config, outbound)
+            send_limit: Some(route.stalled),
+            ..Self::new(config, route.outbound)
         }
     }
 
