@@ -10,7 +10,8 @@
 //!
 //! - Notifications are never answered, and neither are responses.
 //! - Whatever a handler sends before it returns is written before its response: requests,
-//!   notifications and responses share one FIFO queue.
+//!   notifications and responses share one FIFO queue (or, on a connection without loops, are
+//!   written by their sender at once, in the order sent).
 //! - Every table and queue is bounded: the outbound queue ([`PeerConfig::outbound_queue`]), the
 //!   inbound requests in flight ([`PeerConfig::max_inbound_in_flight`]) and every outbound wait
 //!   ([`PeerConfig::max_request_timeout`]). The pending-request table holds one entry per
@@ -22,8 +23,11 @@
 //!
 //! One task owns the transport: it runs the read loop and the write loop side by side, so a
 //! slow write never holds up reading. Each inbound request runs on a task of its own, which
-//! forgets itself when it ends (`handlers.rs`). A request that comes without a connection (an
-//! HTTP POST outside any session) is served by `one_request.rs`: one task, no loops. The tables
+//! forgets itself when it ends (`handlers.rs`). An HTTP session has no loops (`inlet.rs`): each
+//! POST hands its message in on its own task, where the request's handler starts (and, when
+//! it answers without waiting, ends), and what the connection sends is written by the sender
+//! at once, onto the session's streams. A request that comes without a connection (an HTTP
+//! POST outside any session) is served by `one_request.rs`: one task, no loops. The tables
 //! of pending outbound requests and inbound requests in flight sit behind `std` mutexes that are
 //! held only for a lookup or an insert and never across an `.await`.
 
@@ -46,12 +50,18 @@ mod connection;
 mod handlers;
 mod inbound;
 #[cfg(feature = "http-server")]
+mod inlet;
+#[cfg(feature = "http-server")]
 pub(crate) mod one_request;
 mod outbound;
 mod shared;
 mod unwind;
 
-use shared::Shared;
+#[cfg(feature = "http-server")]
+pub(crate) use handlers::poll_once;
+#[cfg(feature = "http-server")]
+pub(crate) use inlet::{DirectWriter, Inlet, open};
+use shared::{Outbound, Shared};
 
 /// What the outbound queue holds: boxed, so an idle connection's queue is one block of
 /// pointers rather than of whole messages.
@@ -112,8 +122,9 @@ impl Default for PeerConfig {
 
 /// Inbound dispatch, implemented by the server (and the client) role.
 pub trait Handler: Send + Sync + 'static {
-    /// Handles a request. Called in arrival order on the connection's read loop, so it must not
-    /// block; the peer spawns the future it returns and sends its outcome as the response.
+    /// Handles a request. Called in arrival order where the connection takes in messages (its
+    /// read loop), so it must not block; the peer runs the future it returns and sends its
+    /// outcome as the response.
     ///
     /// A future that panics is answered with -32603 and a generic message. When
     /// [`RequestContext::cancel`] fires (the other side cancelled, or the connection ended) the
@@ -310,7 +321,7 @@ pub(crate) fn connect<T: Transport>(
 ) {
     let (outbound_tx, outbound_rx) = mpsc::channel(config.outbound_queue.max(1));
     let peer = Peer {
-        shared: Arc::new(Shared::new(config, outbound_tx)),
+        shared: Arc::new(Shared::new(config, Outbound::Queue(outbound_tx))),
         related: None,
     };
     let (reader, writer) = transport.split();

@@ -40,6 +40,8 @@ mod typed;
 pub mod uri_template;
 pub mod validation;
 
+#[cfg(feature = "http-server")]
+use std::future::Future;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -267,28 +269,32 @@ impl Server {
         self.serve_connection(connection, transport, stop).await
     }
 
-    /// [`Server::serve_until`] for a transport that carries a session over many exchanges
-    /// and hears of the session's life through `events`.
+    /// A session served over many exchanges (Streamable HTTP): each exchange hands its
+    /// message to the returned inlet, what the server sends goes to `writer`, and the session
+    /// hears of its life through `events`. The future runs the session to its end: when its
+    /// input ends, or at once when `stop` is cancelled.
     #[cfg(feature = "http-server")]
-    pub(crate) async fn serve_session<T: Transport>(
+    pub(crate) fn open_session(
         &self,
-        transport: T,
+        writer: Arc<dyn peer::DirectWriter>,
         stop: CancellationToken,
         events: Arc<dyn SessionEvents>,
-    ) -> crate::Result<()> {
+    ) -> (peer::Inlet, impl Future<Output = ()> + Send + 'static) {
         let connection = connection::Connection::new(self.clone(), Some(events));
-        // The session's task is the connection's: no second task per session.
-        let handler = Arc::new(connection);
-        let (peer, run) = peer::connect(transport, handler, self.inner.config.peer.clone());
-        let _close = CloseOnDrop(peer.clone());
-        tokio::pin!(run);
-        tokio::select! {
-            result = &mut run => result,
-            () = stop.cancelled() => {
-                peer.close();
-                run.await
+        let (inlet, run) = peer::open(Arc::new(connection), self.inner.config.peer.clone(), writer);
+        let peer = inlet.peer().clone();
+        let served = async move {
+            let _close = CloseOnDrop(peer.clone());
+            tokio::pin!(run);
+            tokio::select! {
+                () = &mut run => {}
+                () = stop.cancelled() => {
+                    peer.close();
+                    run.await;
+                }
             }
-        }
+        };
+        (inlet, served)
     }
 
     async fn serve_connection<T: Transport>(

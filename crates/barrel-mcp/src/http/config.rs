@@ -100,9 +100,6 @@ pub struct HttpConfig {
     /// A session that has not sent `notifications/initialized` this long after `initialize`
     /// is closed. Default 60 s.
     pub init_timeout: Duration,
-    /// Messages POSTed to one session that may wait for the server to read them before the
-    /// next POST waits. Default 64.
-    pub session_inbound_queue: usize,
     /// Events waiting to be written to one SSE stream. A reader slower than that loses the
     /// live stream (it ends); the events stay in the replay buffer, so the client resumes with
     /// `Last-Event-ID`. Default 64.
@@ -173,7 +170,6 @@ impl Default for HttpConfig {
             max_anonymous_sessions_per_address: 64,
             session_idle_timeout: Duration::from_secs(30 * 60),
             init_timeout: Duration::from_secs(60),
-            session_inbound_queue: 64,
             stream_queue: 64,
             stalled_reader_timeout: Duration::from_secs(30),
             replay_events: 128,

@@ -1,12 +1,14 @@
 //! One sessionful connection (2024-11-05 to 2025-11-25) carried over many HTTP requests.
 //!
-//! A session is one long-lived [`Server::serve`](crate::server::Server::serve) whose transport
-//! is this file. Its reader is fed by POST bodies, after they passed every check. Its writer
-//! routes each [`Outgoing`] by the inbound request it belongs to: to the SSE stream (or the
-//! pending JSON reply) of the POST that carried that request, and everything unrelated
-//! (`list_changed`, `resources/updated`, requests not made for a request) to the session's GET
-//! stream. The client's answers to server requests arrive as new POSTs into the same reader, so
-//! the peer correlates them as on any other transport.
+//! A session is one long-lived server connection without loops
+//! ([`Server::open_session`](crate::server::Server::open_session)). Each POST hands its message
+//! to the connection's [`Inlet`] after it passed every check, on the POST's own task, where a
+//! request's handler starts (and, when it answers without waiting, ends). What the server
+//! sends is routed at once by [`SessionWriter`], by the inbound request it belongs to: to the
+//! SSE stream (or the pending JSON reply) of the POST that carried that request, and
+//! everything unrelated (`list_changed`, `resources/updated`, requests not made for a request)
+//! to the session's GET stream. The client's answers to server requests arrive as new POSTs
+//! into the same inlet, so the peer correlates them as on any other transport.
 //!
 //! The session reads no protocol message: what it must know of its life (the client sent
 //! `notifications/initialized`, the `initialize` that opened it was refused, a request was
@@ -14,22 +16,18 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use barrel_mcp_types::{Message, Request, RequestId};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::sse::{self, Attached, EventStream, Limits};
 use super::streams::Streams;
-use crate::Error;
+use crate::peer::{DirectWriter, Inlet};
 use crate::server::SessionEvents;
-use crate::transport::{Caller, Frame, MessageReader, MessageWriter, Outgoing};
-
-/// One message POSTed to a session, with who sent it; boxed, so the session's queue holds
-/// pointers (an idle session's queue is one block of them).
-pub(crate) type Inbound = Box<(Frame, Option<Arc<Caller>>)>;
+use crate::transport::{Caller, Outgoing};
 
 /// The GET stream's number.
 pub(crate) const GET_STREAM: u64 = 0;
@@ -44,7 +42,9 @@ pub(crate) struct HttpSession {
     pub(crate) quota: Option<Quota>,
     /// A 2024-11-05 HTTP+SSE session: every message goes to its one stream (the GET stream).
     pub(crate) legacy: bool,
-    inbound: Mutex<Option<mpsc::Sender<Inbound>>>,
+    /// Where POSTed messages go; taken when the session ends (the connection's handler holds
+    /// the session, so keeping it would keep both alive).
+    inlet: Mutex<Option<Inlet>>,
     routing: Mutex<Routing>,
     limits: Limits,
     /// Cancelled to end the session at once (DELETE, timeouts, a failed `initialize`).
@@ -105,14 +105,13 @@ impl HttpSession {
         quota: Option<Quota>,
         legacy: bool,
         limits: Limits,
-        inbound: mpsc::Sender<Inbound>,
     ) -> Self {
         Self {
             id,
             principal,
             quota,
             legacy,
-            inbound: Mutex::new(Some(inbound)),
+            inlet: Mutex::new(None),
             routing: Mutex::new(Routing {
                 ends_after: None,
                 first_stream: None,
@@ -126,6 +125,16 @@ impl HttpSession {
             initialized: AtomicBool::new(false),
             last_seen: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Connects the session to its server connection; until then (and once it has ended)
+    /// every message is refused as [`Refused::Ended`].
+    pub(crate) fn connect(&self, inlet: Inlet) {
+        *self.inlet() = Some(inlet);
+    }
+
+    fn inlet(&self) -> MutexGuard<'_, Option<Inlet>> {
+        self.inlet.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn routing(&self) -> MutexGuard<'_, Routing> {
@@ -214,14 +223,9 @@ impl HttpSession {
     }
 
     async fn feed(&self, message: Message, caller: Option<Arc<Caller>>) -> Result<(), Refused> {
-        let inbound = self
-            .inbound
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let inbound = inbound.ok_or(Refused::Ended)?;
-        inbound
-            .send(Box::new((Ok(message), caller)))
+        let inlet = self.inlet().clone().ok_or(Refused::Ended)?;
+        inlet
+            .deliver(Ok(message), caller)
             .await
             .map_err(|_| Refused::Ended)
     }
@@ -263,14 +267,15 @@ impl HttpSession {
     /// Ends the input: requests already handed over finish and are answered, then the session
     /// ends (graceful shutdown).
     pub(crate) fn end_input(&self) {
-        self.inbound
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        if let Some(inlet) = &*self.inlet() {
+            inlet.end_input();
+        }
     }
 
-    /// Ends every stream and forgets every route. Called when the connection has ended.
+    /// Ends every stream, forgets every route and lets go of the connection. Called when the
+    /// connection has ended.
     pub(crate) fn finish_all(&self) {
+        self.inlet().take();
         let mut routing = self.routing();
         routing.by_request.clear();
         for stream in routing.streams.values_mut() {
@@ -440,53 +445,23 @@ fn forget_old_streams(routing: &mut Routing, retained: usize) {
     }
 }
 
-/// The reading half of a session's transport: messages POSTed to it, each with its caller.
-#[derive(Debug)]
-pub(crate) struct SessionReader {
-    pub(crate) inbound: mpsc::Receiver<Inbound>,
-    /// Who sent the frame returned last.
-    pub(crate) caller: Option<Arc<Caller>>,
-}
-
-impl MessageReader for SessionReader {
-    async fn recv(&mut self) -> Result<Option<Frame>, Error> {
-        // The last sender is forgotten before waiting: an HTTP request's head holds on to the
-        // connection's read buffer, which an idle session must not keep.
-        self.caller = None;
-        Ok(self.inbound.recv().await.map(|inbound| {
-            let (frame, caller) = *inbound;
-            self.caller = caller;
-            frame
-        }))
-    }
-
-    fn caller(&self) -> Option<Arc<Caller>> {
-        self.caller.clone()
-    }
-}
-
-/// The writing half of a session's transport: routes messages to streams.
+/// Where a session's connection writes: routes each message to its stream, at once.
 #[derive(Debug)]
 pub(crate) struct SessionWriter {
-    pub(crate) session: Arc<HttpSession>,
+    /// Weak: the session holds its connection, which holds this.
+    pub(crate) session: Weak<HttpSession>,
 }
 
-impl MessageWriter for SessionWriter {
-    async fn send(&mut self, message: Message) -> Result<(), Error> {
-        self.session.route(Outgoing {
-            message,
-            related: None,
-        });
-        Ok(())
+impl DirectWriter for SessionWriter {
+    fn write(&self, outgoing: Outgoing) {
+        if let Some(session) = self.session.upgrade() {
+            session.route(outgoing);
+        }
     }
 
-    async fn send_outgoing(&mut self, outgoing: Outgoing) -> Result<(), Error> {
-        self.session.route(outgoing);
-        Ok(())
-    }
-
-    async fn close(&mut self) -> Result<(), Error> {
-        self.session.finish_all();
-        Ok(())
+    fn close(&self) {
+        if let Some(session) = self.session.upgrade() {
+            session.finish_all();
+        }
     }
 }

@@ -5,12 +5,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use base64::Engine;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::config::HttpConfig;
-use super::session::{HttpSession, Quota, SessionReader, SessionWriter};
+use super::session::{HttpSession, Quota, SessionWriter};
 use super::sse::Limits;
 use crate::server::{Server, SessionEvents};
 
@@ -68,7 +67,6 @@ impl Sessions {
             return Err(CreateError::ShuttingDown);
         }
         let id = new_session_id().ok_or(CreateError::NoRandomness)?;
-        let (tx, rx) = mpsc::channel(config.session_inbound_queue.max(1));
         let limits = Limits {
             queue: config.stream_queue,
             replay_events: config.replay_events,
@@ -98,7 +96,6 @@ impl Sessions {
             quota,
             legacy,
             limits,
-            tx,
         ));
         {
             let mut map = self.map();
@@ -117,16 +114,13 @@ impl Sessions {
             }
             map.insert(id, Arc::clone(&session));
         }
-        let transport = (
-            SessionReader {
-                inbound: rx,
-                caller: None,
-            },
-            SessionWriter {
-                session: Arc::clone(&session),
-            },
-        );
-        let server = server.clone();
+        let writer = Arc::new(SessionWriter {
+            session: Arc::downgrade(&session),
+        });
+        let stop = session.kill.clone();
+        let events: Arc<dyn SessionEvents> = session.clone();
+        let (inlet, serve) = server.open_session(writer, stop.clone(), events);
+        session.connect(inlet);
         let sessions = Arc::clone(self);
         let watched = Arc::clone(&session);
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
@@ -137,19 +131,13 @@ impl Sessions {
                 sessions: Arc::clone(&sessions),
                 session: Arc::clone(&watched),
             };
-            let stop = watched.kill.clone();
-            let events: Arc<dyn SessionEvents> = watched.clone();
-            let serve = server.serve_session(transport, stop.clone(), events);
             tokio::pin!(serve);
-            let result = tokio::select! {
-                result = &mut serve => result,
+            tokio::select! {
+                () = &mut serve => {}
                 () = watchdog(&watched, idle, init) => {
                     stop.cancel();
-                    serve.await
+                    serve.await;
                 }
-            };
-            if let Err(error) = result {
-                tracing::debug!(%error, "session connection failed");
             }
         });
         Ok(session)

@@ -24,21 +24,8 @@ pub(super) async fn run<R: MessageReader, W: MessageWriter>(
     let read = async {
         let result = inbound::read_loop(reader, &*handler, &peer).await;
         match &result {
-            Ok(()) if !shared.closed.is_cancelled() => {
-                // The input ended: let admitted requests finish and be answered, in time.
-                shared.end_input();
-                let drain = shared.config.drain_timeout;
-                let drained = async {
-                    tokio::select! {
-                        () = shared.idle() => {}
-                        // Closed meanwhile: stop waiting.
-                        () = shared.closed.cancelled() => {}
-                    }
-                };
-                if tokio::time::timeout(drain, drained).await.is_err() {
-                    tracing::debug!("input ended; requests still running are cancelled");
-                }
-            }
+            // The input ended: let admitted requests finish and be answered, in time.
+            Ok(()) if !shared.closed.is_cancelled() => shared.drain().await,
             Ok(()) => {}
             Err(error) => tracing::debug!(%error, "reading the transport failed"),
         }

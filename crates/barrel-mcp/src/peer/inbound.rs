@@ -1,4 +1,5 @@
-//! The read loop: inbound requests, notifications, responses and undecodable frames.
+//! Inbound messages: requests, notifications, responses and undecodable frames, from the read
+//! loop or handed in one at a time (`inlet.rs`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -8,12 +9,12 @@ use barrel_mcp_types::method::names::INITIALIZE;
 use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId, Response};
 use serde_json::Value;
 
-use super::handlers::Handlers;
+use super::handlers::{self, Handlers};
 use super::shared::{CANCELLED, PROGRESS, Shared, lock};
 use super::unwind::{self, panic_text};
 use super::{Handler, Peer, RequestContext};
 use crate::Error;
-use crate::transport::{Caller, MessageReader};
+use crate::transport::{Caller, Frame, MessageReader};
 
 /// Reads frames until the input ends, the transport fails or the connection is closed.
 pub(super) async fn read_loop<R: MessageReader>(
@@ -28,17 +29,38 @@ pub(super) async fn read_loop<R: MessageReader>(
             () = shared.closed.cancelled() => return Ok(()),
             frame = reader.recv() => frame?,
         };
-        match frame {
-            None => return Ok(()),
-            Some(Ok(Message::Request(request))) => {
-                on_request(request, reader.caller(), handler, peer).await;
-            }
-            Some(Ok(Message::Notification(notification))) => {
-                on_notification(notification, handler, peer);
-            }
-            Some(Ok(Message::Response(response))) => shared.complete(response),
-            Some(Err(error)) => on_decode_error(error, shared).await,
-        }
+        let Some(frame) = frame else { return Ok(()) };
+        on_frame(frame, reader.caller(), handler, peer, Start::OnItsTask).await;
+    }
+}
+
+/// Where an inbound request's handler starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Start {
+    /// On a task of its own: the read loop goes on reading meanwhile.
+    OnItsTask,
+    /// On the calling task, moving to a task of its own only if it must wait: for a caller
+    /// that carries this one message (an HTTP POST), which saves a task switch whenever the
+    /// handler answers without waiting.
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+    Here,
+}
+
+/// Takes one inbound frame: a request goes to the handler, a notification too (but
+/// cancellation and progress, which the peer handles), a response to the request waiting
+/// for it, an undecodable frame is answered.
+pub(super) async fn on_frame(
+    frame: Frame,
+    caller: Option<Arc<Caller>>,
+    handler: &dyn Handler,
+    peer: &Peer,
+    start: Start,
+) {
+    match frame {
+        Ok(Message::Request(request)) => on_request(request, caller, handler, peer, start).await,
+        Ok(Message::Notification(notification)) => on_notification(notification, handler, peer),
+        Ok(Message::Response(response)) => peer.shared.complete(response),
+        Err(error) => on_decode_error(error, &peer.shared).await,
     }
 }
 
@@ -47,6 +69,7 @@ async fn on_request(
     caller: Option<Arc<Caller>>,
     handler: &dyn Handler,
     peer: &Peer,
+    start: Start,
 ) {
     let shared = &peer.shared;
     let id = request.id.clone();
@@ -98,7 +121,7 @@ async fn on_request(
     };
     let started = unwind::start(|| handler.on_request(request, cx));
     let owner = Arc::clone(shared);
-    Handlers::spawn(shared, async move {
+    let work = async move {
         let shared = owner;
         let outcome = unwind::outcome(started, &id, &method).await;
         lock(&shared.in_flight).remove(&id);
@@ -112,7 +135,15 @@ async fn on_request(
             shared.enqueue(response.into(), Some(id)).await;
         }
         shared.request_finished();
-    });
+    };
+    match start {
+        Start::OnItsTask => Handlers::spawn(shared, work),
+        Start::Here => {
+            if let Some(waiting) = handlers::poll_once(work).await {
+                Handlers::spawn(shared, waiting);
+            }
+        }
+    }
 }
 
 /// Calls a handler's hook on the read loop; a panic in it is logged, and reading goes on.

@@ -89,7 +89,7 @@ pub(super) async fn request(
         .send(Box::new(Outgoing { message, related }));
     tokio::select! {
         biased;
-        queued = queued => queued.map_err(|_| Error::Closed)?,
+        queued = queued => queued?,
         () = cancelled(cancel.as_ref()) => return Err(Error::Cancelled),
         () = tokio::time::sleep_until(after(start, limits.timeout.min(limits.max_total))) => {
             return Err(Error::Timeout);
@@ -184,8 +184,8 @@ impl Drop for Call<'_> {
             related: self.related.clone(),
         });
         match self.shared.outbound.try_send(message) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(message)) => {
+            Ok(()) => {}
+            Err(message) => {
                 // A full queue must not block a destructor: queue it from a task instead.
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     let outbound = self.shared.outbound.clone();

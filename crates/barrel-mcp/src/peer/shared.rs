@@ -1,6 +1,8 @@
 //! The state one connection shares between its tasks and its [`Peer`](super::Peer) handles.
 
 use std::collections::HashMap;
+#[cfg(feature = "http-server")]
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -12,6 +14,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "http-server")]
+use super::DirectWriter;
 use super::handlers::Handlers;
 use super::outbound::Pending;
 use super::{PeerConfig, Queued};
@@ -24,8 +28,8 @@ pub(super) const PROGRESS: &str = "notifications/progress";
 
 pub(super) struct Shared {
     pub(super) config: PeerConfig,
-    /// The one ordered queue to the write loop.
-    pub(super) outbound: mpsc::Sender<Queued>,
+    /// Where outgoing messages go, in one order.
+    pub(super) outbound: Outbound,
     /// Cancelled when the connection ends; parent of every inbound request's token.
     pub(super) closed: CancellationToken,
     /// The next outbound request id.
@@ -54,7 +58,7 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn new(config: PeerConfig, outbound: mpsc::Sender<Queued>) -> Self {
+    pub(super) fn new(config: PeerConfig, outbound: Outbound) -> Self {
         Self {
             config,
             outbound,
@@ -79,7 +83,7 @@ impl Shared {
             input_ended: route.input_ended,
             reads_responses: false,
             send_limit: Some(route.stalled),
-            ..Self::new(config, route.outbound)
+            ..Self::new(config, Outbound::Queue(route.outbound))
         }
     }
 
@@ -102,6 +106,26 @@ impl Shared {
     pub(super) fn request_finished(&self) {
         self.active.fetch_sub(1, Ordering::AcqRel);
         self.request_done.notify_waiters();
+    }
+
+    /// The input ended (the other side sends nothing more): requests already admitted get
+    /// [`PeerConfig::drain_timeout`](super::PeerConfig::drain_timeout) to finish and be
+    /// answered, unless the connection closes first.
+    pub(super) async fn drain(&self) {
+        self.end_input();
+        let drained = async {
+            tokio::select! {
+                () = self.idle() => {}
+                // Closed meanwhile: stop waiting.
+                () = self.closed.cancelled() => {}
+            }
+        };
+        if tokio::time::timeout(self.config.drain_timeout, drained)
+            .await
+            .is_err()
+        {
+            tracing::debug!("input ended; requests still running are cancelled");
+        }
     }
 
     /// Waits until every admitted inbound request has queued its outcome.
@@ -141,17 +165,13 @@ impl Shared {
     pub(super) async fn send(&self, outgoing: Outgoing) -> Result<(), Error> {
         let outgoing = Box::new(outgoing);
         let Some(limit) = self.send_limit else {
-            return self
-                .outbound
-                .send(outgoing)
-                .await
-                .map_err(|_| Error::Closed);
+            return self.outbound.send(outgoing).await;
         };
         if self.closed.is_cancelled() {
             return Err(Error::Closed);
         }
         match tokio::time::timeout(limit, self.outbound.send(outgoing)).await {
-            Ok(sent) => sent.map_err(|_| Error::Closed),
+            Ok(sent) => sent,
             Err(_) => {
                 tracing::debug!("the other side stopped reading; the request is dropped");
                 self.shutdown();
@@ -171,6 +191,46 @@ impl Shared {
                 count = drained.len(),
                 "connection ended; pending requests fail"
             );
+        }
+    }
+}
+
+/// Where a connection's outgoing messages go.
+#[derive(Clone)]
+pub(super) enum Outbound {
+    /// The write loop's queue; a sender waits for room.
+    Queue(mpsc::Sender<Queued>),
+    /// Written by the sender itself, at once: a transport whose writes never wait (an HTTP
+    /// session puts each message on a stream's buffer).
+    #[cfg(feature = "http-server")]
+    Direct(Arc<dyn DirectWriter>),
+}
+
+impl Outbound {
+    /// Hands one message on, waiting for room in a queue; `Closed` once nothing takes it.
+    pub(super) async fn send(&self, message: Queued) -> Result<(), Error> {
+        match self {
+            Self::Queue(queue) => queue.send(message).await.map_err(|_| Error::Closed),
+            #[cfg(feature = "http-server")]
+            Self::Direct(writer) => {
+                writer.write(*message);
+                Ok(())
+            }
+        }
+    }
+
+    /// Hands one message on without waiting: a full queue gives it back (a closed one drops it).
+    pub(super) fn try_send(&self, message: Queued) -> Result<(), Queued> {
+        match self {
+            Self::Queue(queue) => match queue.try_send(message) {
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+                Err(mpsc::error::TrySendError::Full(message)) => Err(message),
+            },
+            #[cfg(feature = "http-server")]
+            Self::Direct(writer) => {
+                writer.write(*message);
+                Ok(())
+            }
         }
     }
 }

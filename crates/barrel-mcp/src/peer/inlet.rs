@@ -1,0 +1,278 @@
+//! A connection without loops, for a transport that carries one message per exchange and
+//! never waits to write: an HTTP session.
+//!
+//! Each message is handed in by the task that carried it ([`Inlet::deliver`], an HTTP POST),
+//! which also starts the handler of a request there; what the connection sends is written by
+//! the sender at once ([`DirectWriter`]). The connection's own future only waits for its end:
+//! the input ends ([`Inlet::end_input`]) and what runs is drained, or it is closed.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::inbound::{self, Start};
+use super::shared::{Outbound, Shared};
+use super::{Handler, Peer, PeerConfig};
+use crate::Error;
+use crate::transport::{Caller, Frame, Outgoing};
+
+/// Where a loop-less connection's outgoing messages are written, at once and in the order
+/// they are sent. Never waits: a slow reader is the writer's to handle (it ends a live
+/// stream, and the client resumes from the replay buffer).
+pub(crate) trait DirectWriter: Send + Sync {
+    /// Writes one message.
+    fn write(&self, outgoing: Outgoing);
+    /// The connection has ended: nothing more is written.
+    fn close(&self);
+}
+
+/// Hands messages to a loop-less connection.
+#[derive(Clone)]
+pub(crate) struct Inlet {
+    peer: Peer,
+    handler: Arc<dyn Handler>,
+}
+
+impl std::fmt::Debug for Inlet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inlet").field("peer", &self.peer).finish()
+    }
+}
+
+impl Inlet {
+    /// Takes one message from `caller`, as a read loop would: a request's handler starts on
+    /// this task (and moves to one of its own if it must wait). `Closed` once the input has
+    /// ended or the connection is closed: the message was not taken.
+    pub(crate) async fn deliver(
+        &self,
+        frame: Frame,
+        caller: Option<Arc<Caller>>,
+    ) -> Result<(), Error> {
+        let shared = &self.peer.shared;
+        if shared.closed.is_cancelled() || shared.input_ended.is_cancelled() {
+            return Err(Error::Closed);
+        }
+        inbound::on_frame(frame, caller, &*self.handler, &self.peer, Start::Here).await;
+        Ok(())
+    }
+
+    /// Ends the input: nothing more is taken; requests already taken finish and are answered
+    /// (within [`PeerConfig::drain_timeout`]), then the connection ends.
+    pub(crate) fn end_input(&self) {
+        self.peer.shared.input_ended.cancel();
+    }
+
+    /// The connection's handle.
+    pub(crate) fn peer(&self) -> &Peer {
+        &self.peer
+    }
+}
+
+/// Opens a loop-less connection writing to `writer`. Returns its inlet and the future that
+/// must run to its end (it ends when the connection does; [`Handler::on_close`] runs then).
+pub(crate) fn open(
+    handler: Arc<dyn Handler>,
+    config: PeerConfig,
+    writer: Arc<dyn DirectWriter>,
+) -> (Inlet, impl Future<Output = ()> + Send + 'static) {
+    let peer = Peer {
+        shared: Arc::new(Shared::new(config, Outbound::Direct(Arc::clone(&writer)))),
+        related: None,
+    };
+    let inlet = Inlet {
+        peer: peer.clone(),
+        handler: Arc::clone(&handler),
+    };
+    let run = async move {
+        let shared = &peer.shared;
+        tokio::select! {
+            () = shared.closed.cancelled() => {}
+            () = shared.input_ended.cancelled() => shared.drain().await,
+        }
+        shared.shutdown();
+        handler.on_close();
+        shared.handlers.stop(shared.config.handler_grace).await;
+        writer.close();
+    };
+    (inlet, run)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId};
+    use serde_json::{Value, json};
+    use tokio::sync::Notify;
+
+    use super::*;
+    use crate::peer::{BoxFuture, RequestContext};
+
+    /// Records what the connection writes.
+    #[derive(Default)]
+    struct Recorder {
+        written: Mutex<Vec<Outgoing>>,
+        was_closed: Mutex<bool>,
+    }
+
+    impl Recorder {
+        fn messages(&self) -> Vec<Message> {
+            self.written
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|o| o.message.clone())
+                .collect()
+        }
+    }
+
+    impl DirectWriter for Recorder {
+        fn write(&self, outgoing: Outgoing) {
+            self.written.lock().unwrap().push(outgoing);
+        }
+
+        fn close(&self) {
+            *self.was_closed.lock().unwrap() = true;
+        }
+    }
+
+    /// `now` answers at once after a progress notification; `later` waits for `release`.
+    struct Handler {
+        release: Arc<Notify>,
+    }
+
+    impl super::Handler for Handler {
+        fn on_request(
+            &self,
+            request: Request,
+            cx: RequestContext,
+        ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+            let release = Arc::clone(&self.release);
+            Box::pin(async move {
+                if request.method == "later" {
+                    release.notified().await;
+                }
+                cx.peer
+                    .notify("notifications/progress", None)
+                    .await
+                    .map_err(|e| ErrorObject::internal(e.to_string()))?;
+                Ok(json!({ "method": request.method }))
+            })
+        }
+
+        fn on_notification(&self, _: Notification, _: &Peer) {}
+    }
+
+    fn request(id: i64, method: &str) -> Frame {
+        Ok(Message::Request(Request {
+            id: RequestId::Number(id),
+            method: method.into(),
+            params: None,
+        }))
+    }
+
+    fn open_recorded() -> (
+        Inlet,
+        Arc<Recorder>,
+        Arc<Notify>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let recorder = Arc::new(Recorder::default());
+        let release = Arc::new(Notify::new());
+        let handler = Arc::new(Handler {
+            release: Arc::clone(&release),
+        });
+        let config = PeerConfig {
+            handler_grace: Duration::from_millis(50),
+            ..PeerConfig::default()
+        };
+        let (inlet, run) = open(handler, config, recorder.clone());
+        (inlet, recorder, release, tokio::spawn(run))
+    }
+
+    fn is_response(message: &Message, id: i64) -> bool {
+        matches!(message, Message::Response(r) if r.id == Some(RequestId::Number(id)))
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_does_not_wait_is_answered_before_deliver_returns() {
+        let (inlet, recorder, _, _) = open_recorded();
+        inlet.deliver(request(1, "now"), None).await.expect("taken");
+        let written = recorder.messages();
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert!(matches!(written[0], Message::Notification(_)));
+        assert!(is_response(&written[1], 1));
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_waits_goes_on_on_its_own_task_and_answers_in_order() {
+        let (inlet, recorder, release, _) = open_recorded();
+        inlet
+            .deliver(request(1, "later"), None)
+            .await
+            .expect("taken");
+        assert!(recorder.messages().is_empty());
+        // The next message is taken while the first handler waits.
+        inlet.deliver(request(2, "now"), None).await.expect("taken");
+        assert!(is_response(&recorder.messages()[1], 2));
+        release.notify_one();
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while recorder.messages().len() < 4 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the waiting handler answered");
+        let written = recorder.messages();
+        assert!(matches!(written[2], Message::Notification(_)));
+        assert!(is_response(&written[3], 1));
+    }
+
+    #[tokio::test]
+    async fn once_the_input_ends_nothing_is_taken_and_running_requests_are_answered() {
+        let (inlet, recorder, release, run) = open_recorded();
+        inlet
+            .deliver(request(1, "later"), None)
+            .await
+            .expect("taken");
+        inlet.end_input();
+        assert!(matches!(
+            inlet.deliver(request(2, "now"), None).await,
+            Err(Error::Closed)
+        ));
+        release.notify_one();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the connection ended once drained")
+            .expect("no panic");
+        let written = recorder.messages();
+        assert!(
+            is_response(written.last().expect("an answer"), 1),
+            "{written:?}"
+        );
+        assert!(*recorder.was_closed.lock().unwrap());
+    }
+
+    #[tokio::test]
+    async fn closing_cancels_running_requests_and_closes_the_writer() {
+        let (inlet, recorder, _, run) = open_recorded();
+        inlet
+            .deliver(request(1, "later"), None)
+            .await
+            .expect("taken");
+        inlet.peer().close();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the connection ended")
+            .expect("no panic");
+        assert!(
+            recorder.messages().is_empty(),
+            "a cancelled request is not answered"
+        );
+        assert!(*recorder.was_closed.lock().unwrap());
+        assert!(matches!(
+            inlet.deliver(request(2, "now"), None).await,
+            Err(Error::Closed)
+        ));
+    }
+}
