@@ -122,8 +122,9 @@ impl Default for PeerConfig {
 
 /// Inbound dispatch, implemented by the server (and the client) role.
 pub trait Handler: Send + Sync + 'static {
-    /// Handles a request. Called in arrival order where the connection takes in messages (its
-    /// read loop), so it must not block; the peer runs the future it returns and sends its
+    /// Handles a request. Called in arrival order on the connection's read loop (over an
+    /// HTTP session, on the task of the POST that carried it, so calls for one session may
+    /// run at once), so it must not block; the peer runs the future it returns and sends its
     /// outcome as the response.
     ///
     /// A future that panics is answered with -32603 and a generic message. When
@@ -135,7 +136,8 @@ pub trait Handler: Send + Sync + 'static {
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>>;
 
-    /// Handles a notification. Called in arrival order on the read loop, so it must not block
+    /// Handles a notification. Called in arrival order on the read loop (over an HTTP
+    /// session, on its POST's task), so it must not block
     /// (spawn a task to await anything). `notifications/cancelled`, and `notifications/progress`
     /// for the local side's own requests, are handled by the peer and never reach this method.
     fn on_notification(&self, notification: Notification, peer: &Peer);

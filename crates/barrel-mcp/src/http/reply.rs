@@ -35,7 +35,12 @@ pub(crate) fn error(status: StatusCode, id: Option<RequestId>, error: ErrorObjec
 
 /// A response with `status` and one JSON-RPC message as its body.
 pub(crate) fn json(status: StatusCode, message: &Message) -> Response {
-    let mut response = Response::new(Body::from(message.to_json()));
+    json_text(status, message.to_json())
+}
+
+/// A JSON body already serialized (`text` is one JSON-RPC message).
+pub(crate) fn json_text(status: StatusCode, text: String) -> Response {
+    let mut response = Response::new(Body::from(text));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,

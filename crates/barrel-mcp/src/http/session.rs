@@ -70,7 +70,8 @@ struct Routing {
 #[derive(Debug)]
 enum Route {
     Stream(u64),
-    Json(oneshot::Sender<Message>),
+    /// The JSON text of the answer goes to the POST waiting for it.
+    Json(oneshot::Sender<String>),
 }
 
 /// Whose share of the sessions a session takes.
@@ -86,7 +87,8 @@ pub(crate) enum Quota {
 #[derive(Debug)]
 pub(crate) enum Reply {
     Stream(Attached),
-    Json(oneshot::Receiver<Message>),
+    /// The answer's JSON text.
+    Json(oneshot::Receiver<String>),
 }
 
 /// Why a message could not be handed to the session.
@@ -181,7 +183,7 @@ impl HttpSession {
         stream: bool,
     ) -> Result<Reply, Refused> {
         let id = request.id.clone();
-        let reply = {
+        let (reply, number) = {
             let mut routing = self.routing();
             if routing.by_request.contains_key(&id) {
                 return Err(Refused::DuplicateId);
@@ -190,23 +192,32 @@ impl HttpSession {
                 let number = routing.next_stream;
                 routing.next_stream += 1;
                 let mut events = EventStream::new(number);
+                // Held: the handler starts on this task, before anybody reads the stream.
                 let attached = events
-                    .attach(None, &self.limits)
+                    .attach_held(&self.limits)
                     .expect("a fresh stream takes a fresh reader");
                 routing.streams.insert(number, events);
                 routing.first_stream.get_or_insert(Some(number));
                 routing.by_request.insert(id.clone(), Route::Stream(number));
                 forget_old_streams(&mut routing, self.limits.retained_streams);
-                Reply::Stream(attached)
+                (Reply::Stream(attached), Some(number))
             } else {
                 let (tx, rx) = oneshot::channel();
                 routing.first_stream.get_or_insert(None);
                 routing.by_request.insert(id.clone(), Route::Json(tx));
-                Reply::Json(rx)
+                (Reply::Json(rx), None)
             }
         };
-        if self.feed(Message::Request(request), caller).await.is_err() {
-            self.routing().by_request.remove(&id);
+        let fed = self.feed(Message::Request(request), caller).await;
+        let mut routing = self.routing();
+        let mut reply = reply;
+        if let (Reply::Stream(attached), Some(number)) = (&mut reply, number)
+            && let Some(stream) = routing.streams.get_mut(number)
+        {
+            attached.initial.extend(stream.release());
+        }
+        if fed.is_err() {
+            routing.by_request.remove(&id);
             return Err(Refused::Ended);
         }
         Ok(reply)
@@ -285,8 +296,10 @@ impl HttpSession {
 
     /// Routes one outgoing message (the writer half).
     fn route(&self, outgoing: Outgoing) {
-        let mut routing = self.routing();
         let message = outgoing.message;
+        // Serialized before the lock: POSTs of the session route at the same time.
+        let data = message.to_json();
+        let mut routing = self.routing();
         let answers = match &message {
             Message::Response(response) => response.id.clone(),
             _ => None,
@@ -308,7 +321,7 @@ impl HttpSession {
                     routing.streams.get_mut(number)
                 };
                 if let Some(stream) = stream {
-                    let change = stream.push(&message, &limits);
+                    let change = stream.push(&data, &limits);
                     if finish {
                         stream.finish();
                     }
@@ -317,7 +330,7 @@ impl HttpSession {
                 }
             }
             Destination::Json(reply) => {
-                let _ = reply.send(message);
+                let _ = reply.send(data);
             }
             Destination::Nowhere(why) => tracing::debug!("{why}; dropped"),
         }
@@ -364,7 +377,7 @@ enum Destination {
     /// Onto this stream; `true` when it is the response that ends it.
     Stream(u64, bool),
     /// Into the JSON reply a POST waits for.
-    Json(oneshot::Sender<Message>),
+    Json(oneshot::Sender<String>),
     /// Nowhere, for the reason given.
     Nowhere(&'static str),
 }

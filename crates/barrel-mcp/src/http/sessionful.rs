@@ -76,7 +76,7 @@ pub(crate) async fn post(
                     ))
                 }
                 Ok(Reply::Json(answer)) => match answer.await {
-                    Ok(message) => reply::json(StatusCode::OK, &message),
+                    Ok(text) => reply::json_text(StatusCode::OK, text),
                     // Cancelled, or the session ended before answering.
                     Err(_) => reply::empty(StatusCode::NO_CONTENT),
                 },

@@ -90,30 +90,8 @@ impl Sessions {
             ),
             (None, _) => (None, usize::MAX, CreateError::Full),
         };
-        let session = Arc::new(HttpSession::new(
-            id.clone(),
-            principal,
-            quota,
-            legacy,
-            limits,
-        ));
-        {
-            let mut map = self.map();
-            if map.len() >= config.max_sessions {
-                return Err(CreateError::Full);
-            }
-            // One principal, or one anonymous address, cannot take every slot from the others.
-            if let Some(quota) = &session.quota
-                && map
-                    .values()
-                    .filter(|other| other.quota.as_ref() == Some(quota))
-                    .count()
-                    >= limit
-            {
-                return Err(full);
-            }
-            map.insert(id, Arc::clone(&session));
-        }
+        let session = Arc::new(HttpSession::new(id, principal, quota, legacy, limits));
+        // Connected before it is listed, so a shutdown that lists it can end its input.
         let writer = Arc::new(SessionWriter {
             session: Arc::downgrade(&session),
         });
@@ -121,6 +99,11 @@ impl Sessions {
         let events: Arc<dyn SessionEvents> = session.clone();
         let (inlet, serve) = server.open_session(writer, stop.clone(), events);
         session.connect(inlet);
+        if let Err(error) = self.admit(&session, config, limit, full) {
+            // Its connection holds it (through `events`): let go of both.
+            session.finish_all();
+            return Err(error);
+        }
         let sessions = Arc::clone(self);
         let watched = Arc::clone(&session);
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
@@ -143,11 +126,43 @@ impl Sessions {
         Ok(session)
     }
 
+    /// Lists `session` under the caps (`limit` sessions for its quota, refused as `full`), or
+    /// refuses it; no session is listed once shutdown began.
+    fn admit(
+        &self,
+        session: &Arc<HttpSession>,
+        config: &HttpConfig,
+        limit: usize,
+        full: CreateError,
+    ) -> Result<(), CreateError> {
+        let mut map = self.map();
+        // Under the lock `shutdown` takes to end every listed session's input.
+        if self.tasks.is_closed() {
+            return Err(CreateError::ShuttingDown);
+        }
+        if map.len() >= config.max_sessions {
+            return Err(CreateError::Full);
+        }
+        // One principal, or one anonymous address, cannot take every slot from the others.
+        if let Some(quota) = &session.quota
+            && map
+                .values()
+                .filter(|other| other.quota.as_ref() == Some(quota))
+                .count()
+                >= limit
+        {
+            return Err(full);
+        }
+        map.insert(session.id.clone(), Arc::clone(session));
+        Ok(())
+    }
+
     /// Ends the input of every session: requests running finish and are answered, then the
     /// sessions end. No session is created afterwards.
     pub(crate) fn shutdown(&self) {
+        let map = self.map();
         self.tasks.close();
-        for session in self.map().values() {
+        for session in map.values() {
             session.end_input();
         }
     }

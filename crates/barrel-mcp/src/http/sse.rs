@@ -50,6 +50,9 @@ pub(crate) struct EventStream {
     replay: VecDeque<(u64, Bytes)>,
     replay_bytes: usize,
     live: Option<mpsc::Sender<Bytes>>,
+    /// The reader is attached but does not read yet ([`EventStream::attach_held`]): events
+    /// wait in the replay buffer until [`EventStream::release`] hands them over.
+    held: bool,
     finished: bool,
 }
 
@@ -68,13 +71,14 @@ impl EventStream {
             replay: VecDeque::new(),
             replay_bytes: 0,
             live: None,
+            held: false,
             finished: false,
         }
     }
 
-    /// True while a reader is attached and keeping up.
+    /// True while a reader is attached and keeping up (or held, about to read).
     pub(crate) fn has_live_reader(&self) -> bool {
-        self.live.as_ref().is_some_and(|tx| !tx.is_closed())
+        self.held || self.live.as_ref().is_some_and(|tx| !tx.is_closed())
     }
 
     /// True once the stream's last event (its response) was written.
@@ -86,23 +90,11 @@ impl EventStream {
     /// event the reader saw (from `Last-Event-ID`); `None` starts the stream with its priming
     /// event. Returns `None` when `after` is in the future (a forged cursor).
     pub(crate) fn attach(&mut self, after: Option<u64>, limits: &Limits) -> Option<Attached> {
-        let mut initial = Vec::new();
-        match after {
-            None => initial.push(self.priming(limits.retry)),
+        let initial = match after {
+            None => vec![self.priming(limits.retry)],
             Some(after) if after >= self.next_seq => return None,
-            Some(after) => {
-                let first = self.replay.front().map_or(self.next_seq, |(seq, _)| *seq);
-                if after + 1 < first {
-                    initial.push(truncated_notice(self.id, after, Some(first)));
-                }
-                initial.extend(
-                    self.replay
-                        .iter()
-                        .filter(|(seq, _)| *seq > after)
-                        .map(|(_, event)| event.clone()),
-                );
-            }
-        }
+            Some(after) => self.replay_after(after),
+        };
         let live = if self.finished {
             self.live = None;
             None
@@ -112,6 +104,40 @@ impl EventStream {
             Some(rx)
         };
         Some(Attached { initial, live })
+    }
+
+    /// The events after `after`, from the replay buffer, led by a notice when some of them
+    /// are no longer kept.
+    fn replay_after(&self, after: u64) -> Vec<Bytes> {
+        let mut events = Vec::new();
+        let first = self.replay.front().map_or(self.next_seq, |(seq, _)| *seq);
+        if after + 1 < first {
+            events.push(truncated_notice(self.id, after, Some(first)));
+        }
+        events.extend(
+            self.replay
+                .iter()
+                .filter(|(seq, _)| *seq > after)
+                .map(|(_, event)| event.clone()),
+        );
+        events
+    }
+
+    /// Attaches the reader of a fresh stream whose first events are written before it reads
+    /// (a request's handler starts on the task that will read its stream): until
+    /// [`EventStream::release`], events only go to the replay buffer, so a burst written
+    /// meanwhile does not overflow a queue nobody reads yet.
+    pub(crate) fn attach_held(&mut self, limits: &Limits) -> Option<Attached> {
+        let attached = self.attach(None, limits)?;
+        self.held = true;
+        Some(attached)
+    }
+
+    /// The held reader starts reading: returns what was written meanwhile (to write after
+    /// the priming event), and live events go to it from now on.
+    pub(crate) fn release(&mut self) -> Vec<Bytes> {
+        self.held = false;
+        self.replay_after(0)
     }
 
     /// The bytes the replay buffer holds.
@@ -133,7 +159,8 @@ impl EventStream {
 
     /// Writes one message: to the replay buffer, and to the live reader when it keeps up.
     /// Returns how the replay buffer's size changed, in bytes.
-    pub(crate) fn push(&mut self, message: &Message, limits: &Limits) -> isize {
+    /// `data` is the message's JSON.
+    pub(crate) fn push(&mut self, data: &str, limits: &Limits) -> isize {
         if self.finished {
             return 0;
         }
@@ -141,9 +168,8 @@ impl EventStream {
         let seq = self.next_seq;
         self.next_seq += 1;
         let event = Bytes::from(format!(
-            "id: {}.{seq}\nevent: message\ndata: {}\n\n",
+            "id: {}.{seq}\nevent: message\ndata: {data}\n\n",
             self.id,
-            message.to_json()
         ));
         self.replay_bytes += event.len();
         self.replay.push_back((seq, event.clone()));
@@ -154,7 +180,7 @@ impl EventStream {
                 self.replay_bytes -= old.len();
             }
         }
-        if let Some(live) = &self.live {
+        if let Some(live) = self.live.as_ref().filter(|_| !self.held) {
             match live.try_send(event) {
                 Ok(()) => {}
                 Err(mpsc::error::TrySendError::Full(_)) => {
@@ -172,6 +198,7 @@ impl EventStream {
     pub(crate) fn finish(&mut self) {
         self.finished = true;
         self.live = None;
+        self.held = false;
     }
 
     fn priming(&self, retry: Duration) -> Bytes {
@@ -362,7 +389,7 @@ mod tests {
         let limits = limits();
         let mut stream = EventStream::new(1);
         let mut attached = stream.attach(None, &limits).expect("fresh stream");
-        stream.push(&Message::notification("quick", None), &limits);
+        stream.push(&Message::notification("quick", None).to_json(), &limits);
         drop(stream);
         gather_first(&mut attached, Duration::from_millis(50)).await;
         assert_eq!(attached.initial.len(), 2, "priming event and the answer");
@@ -382,7 +409,10 @@ mod tests {
         let attached = stream.attach(None, &limits).expect("fresh stream");
         assert!(String::from_utf8_lossy(&attached.initial[0]).starts_with("id: 7.0\nretry: 500"));
         for n in 0..5 {
-            stream.push(&Message::notification(format!("n{n}"), None), &limits);
+            stream.push(
+                &Message::notification(format!("n{n}"), None).to_json(),
+                &limits,
+            );
         }
         // The queue held two events; the reader fell behind and was cut off.
         assert!(!stream.has_live_reader());

@@ -25,14 +25,22 @@ pub(super) struct Handlers {
 struct Running {
     next: u64,
     tasks: HashMap<u64, JoinHandle<()>>,
+    /// Set once the connection's handlers were stopped: no task starts after that.
+    stopped: bool,
 }
 
 impl Handlers {
-    /// Runs `work` on a task of the connection's.
+    /// Runs `work` on a task of the connection's; drops it when the connection's handlers
+    /// were stopped already (its request was cancelled with the connection, so it would not
+    /// be answered).
     pub(super) fn spawn(shared: &Arc<Shared>, work: impl Future<Output = ()> + Send + 'static) {
         let owner = Arc::clone(shared);
         // Held while spawning, so the task cannot forget itself before it is recorded.
         let mut running = lock(&shared.handlers.running);
+        if running.stopped {
+            tracing::debug!("the connection has ended; a handler that would wait is dropped");
+            return;
+        }
         running.next += 1;
         let key = running.next;
         let task = tokio::spawn(async move {
@@ -62,11 +70,15 @@ impl Handlers {
                 ended.await;
             }
         };
-        if tokio::time::timeout(grace, all_ended).await.is_ok() {
+        let _ = tokio::time::timeout(grace, all_ended).await;
+        let stuck: Vec<JoinHandle<()>> = {
+            let mut running = lock(&self.running);
+            running.stopped = true;
+            running.tasks.drain().map(|(_, t)| t).collect()
+        };
+        if stuck.is_empty() {
             return;
         }
-        let stuck: Vec<JoinHandle<()>> =
-            lock(&self.running).tasks.drain().map(|(_, t)| t).collect();
         tracing::debug!(
             count = stuck.len(),
             "handlers ignored cancellation; aborted"

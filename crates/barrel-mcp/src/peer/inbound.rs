@@ -83,7 +83,11 @@ async fn on_request(
     }
     let admitted = {
         let mut in_flight = lock(&shared.in_flight);
-        if in_flight.contains_key(&id) {
+        // Checked under the table's lock: closing and draining take it once after they set
+        // their flag, so no request is admitted behind them.
+        if shared.closed.is_cancelled() || shared.input_ended.is_cancelled() {
+            Err(ErrorObject::internal("the connection is closing"))
+        } else if in_flight.contains_key(&id) {
             Err(ErrorObject::invalid_request(
                 "duplicate request id: a request with this id is still in flight",
             ))

@@ -254,6 +254,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_request_that_passed_deliver_as_the_input_ended_is_refused_not_lost() {
+        let (inlet, recorder, _, _) = open_recorded();
+        inlet.end_input();
+        // As if it had passed `deliver`'s check just before: admission checks again.
+        inbound::on_frame(
+            request(1, "now"),
+            None,
+            &*inlet.handler,
+            &inlet.peer,
+            Start::Here,
+        )
+        .await;
+        let written = recorder.messages();
+        assert!(
+            matches!(&written[..], [Message::Response(r)] if r.outcome.is_err()),
+            "{written:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_would_wait_after_the_connection_stopped_is_dropped() {
+        let (inlet, _, _, run) = open_recorded();
+        inlet.peer().close();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the connection ended")
+            .expect("no panic");
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        super::super::handlers::Handlers::spawn(&inlet.peer.shared, async move {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[tokio::test]
     async fn closing_cancels_running_requests_and_closes_the_writer() {
         let (inlet, recorder, _, run) = open_recorded();
         inlet

@@ -96,6 +96,8 @@ impl Shared {
     /// handlers may still finish and be answered.
     pub(super) fn end_input(&self) {
         self.input_ended.cancel();
+        // A barrier: a request being admitted now is counted before this returns.
+        drop(lock(&self.in_flight));
         let drained = lock(&self.pending).drain().count();
         if drained > 0 {
             tracing::debug!(count = drained, "input ended; pending requests fail");
@@ -183,6 +185,8 @@ impl Shared {
     /// Marks the connection ended and fails every pending outbound request. Idempotent.
     pub(super) fn shutdown(&self) {
         self.closed.cancel();
+        // A barrier: a request being admitted now has its token (cancelled) before this returns.
+        drop(lock(&self.in_flight));
         // Requests register under this lock only while `closed` is not cancelled, so none can
         // slip in after this drain. Dropping their reply senders makes them return `Closed`.
         let drained: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();

@@ -66,14 +66,31 @@ impl Connection {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn initialize(&self, params: Option<Value>, peer: &Peer) -> Result<Value, ErrorObject> {
-        let params = session::read_initialize(params.as_ref())?;
+    /// Answers `initialize` request `id`. Whether it opens the session is decided under the
+    /// state's lock (two may come at once over HTTP): only the opening one's refusal ends a
+    /// session.
+    fn initialize(
+        &self,
+        id: &RequestId,
+        params: Option<Value>,
+        peer: &Peer,
+    ) -> Result<Value, ErrorObject> {
         let mut state = self.state();
         if matches!(*state, State::Session { .. }) {
             return Err(ErrorObject::invalid_request(
                 "the session is already initialized",
             ));
         }
+        let params = match session::read_initialize(params.as_ref()) {
+            Ok(params) => params,
+            Err(error) => {
+                drop(state);
+                if let Some(events) = &self.events {
+                    events.refused(id);
+                }
+                return Err(error);
+            }
+        };
         let version = session::negotiate(&params.protocol_version);
         let session = Arc::new(Session::new(version, params));
         self.server.register_session(SessionHandle::new(
@@ -134,17 +151,7 @@ impl Handler for Connection {
             };
         }
         let session = match request.method.as_str() {
-            "initialize" => {
-                let opening = matches!(*self.state(), State::Opening);
-                let outcome = self.initialize(request.params, &cx.peer);
-                if opening
-                    && outcome.is_err()
-                    && let Some(events) = &self.events
-                {
-                    events.refused(&request.id);
-                }
-                return ready(outcome);
-            }
+            "initialize" => return ready(self.initialize(&request.id, request.params, &cx.peer)),
             "server/discover" => return ready(Err(stateless::discover_without_envelope())),
             method => match &*self.state() {
                 State::Session { session, .. } => Arc::clone(session),

@@ -21,6 +21,9 @@ struct NoArgs {}
 struct FloodArgs {
     count: usize,
     size: usize,
+    /// How long to wait before flooding (0: the flood starts before the POST reads).
+    #[serde(default)]
+    pause_ms: u64,
 }
 
 /// A server with a tool that naps, and one that floods its stream with logs.
@@ -32,6 +35,9 @@ fn busy_server() -> Server {
             Ok("rested")
         })
         .tool("flood", "Log a lot", |ctx: Ctx, a: FloodArgs| async move {
+            if a.pause_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(a.pause_ms)).await;
+            }
             for n in 0..a.count {
                 ctx.log(LoggingLevel::Info, format!("{n}:{}", "x".repeat(a.size)))
                     .await?;
@@ -227,7 +233,8 @@ async fn a_slow_reader_is_cut_off_and_resumes_from_the_buffer() {
         .post(&call(
             40,
             "flood",
-            json!({"count": 2000, "size": 16 * 1024}),
+            // The pause lets the POST start reading: then the reader is the slow one.
+            json!({"count": 2000, "size": 16 * 1024, "pause_ms": 50}),
         ))
         .await;
     // Do not read: let the tool finish while nobody reads the stream.
@@ -261,6 +268,41 @@ async fn a_slow_reader_is_cut_off_and_resumes_from_the_buffer() {
     }
     assert!(count <= 32, "{count} events replayed");
     assert_eq!(text_of(&last), "flooded");
+}
+
+#[tokio::test]
+async fn a_burst_written_before_the_post_reads_reaches_its_stream_whole() {
+    // The handler starts on the POST's task and writes 100 events before anything reads the
+    // stream: more than its queue holds, fewer than its replay buffer does.
+    let config = HttpConfig {
+        stream_queue: 8,
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start_with(busy_server(), config).await;
+    let mut client = server.client();
+    client.initialize().await;
+    let response = client
+        .post(&call(41, "flood", json!({"count": 100, "size": 16})))
+        .await;
+    let mut reader = SseReader::new(response);
+    let mut logs = 0;
+    loop {
+        let message = reader.next_message().await;
+        if message.get("id").is_some() {
+            assert_eq!(text_of(&message), "flooded");
+            break;
+        }
+        assert_eq!(message["method"], "notifications/message", "{message}");
+        assert!(
+            message["params"]["data"]
+                .as_str()
+                .is_some_and(|data| data.starts_with(&format!("{logs}:"))),
+            "in order: {message}"
+        );
+        logs += 1;
+    }
+    assert_eq!(logs, 100);
+    assert!(reader.next_event().await.is_none(), "the stream ends");
 }
 
 #[tokio::test]
