@@ -70,19 +70,18 @@ impl Forwarder {
     pub(crate) async fn handle(&self, request: Request<Incoming>) -> Response<ProxyBody> {
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (parts, body) = request.into_parts();
-        let mut record = Record {
-            n,
-            backend: None,
-            skipped: Vec::new(),
-            method: parts.method.to_string(),
-            path: parts.uri.path().to_owned(),
-            session: header_text(&parts.headers, SESSION),
-            new_session: None,
-            rpc_method: None,
-            rpc_id: None,
-            status: 0,
-            error: None,
+        let mut pending = Pending {
+            log: &self.log,
+            record: Record {
+                n,
+                method: parts.method.to_string(),
+                path: parts.uri.path().to_owned(),
+                session: header_text(&parts.headers, SESSION),
+                ..Record::default()
+            },
+            written: false,
         };
+        let record = &mut pending.record;
         let response = match self.read_body(&parts.headers, body).await {
             Err(refused) => {
                 record.error = Some(refused.why.clone());
@@ -95,13 +94,11 @@ impl Forwarder {
                 let mut headers = parts.headers;
                 strip_hop_by_hop(&mut headers);
                 let target = parts.uri.path_and_query().cloned();
-                self.send(n, &parts.method, target, &headers, body, &mut record)
+                self.send(n, &parts.method, target, &headers, body, record)
                     .await
             }
         };
-        record.status = response.status().as_u16();
-        record.new_session = header_text(response.headers(), SESSION);
-        self.log.write(record);
+        pending.finish(&response);
         response
     }
 
@@ -161,19 +158,19 @@ impl Forwarder {
                     return local(StatusCode::BAD_REQUEST, &why);
                 }
             };
+            record.backend = Some(index);
             match self.client.request(request).await {
                 Ok(response) => {
-                    record.backend = Some(index);
                     let (mut parts, body) = response.into_parts();
                     strip_hop_by_hop(&mut parts.headers);
                     return Response::from_parts(parts, Either::Left(body));
                 }
                 Err(error) if error.is_connect() => {
+                    record.backend = None;
                     record.skipped.push(index);
                     refusals.push(format!("backend {index}: {}", chain(&error)));
                 }
                 Err(error) => {
-                    record.backend = Some(index);
                     let why = format!("backend {index} failed: {}", chain(&error));
                     record.error = Some(why.clone());
                     return local(StatusCode::BAD_GATEWAY, &why);
@@ -209,6 +206,37 @@ impl Forwarder {
         Ok(request)
     }
 }
+
+/// A request's record on its way to the log: written once the response head is known, or, if
+/// the client goes away before that (hyper then drops the request's future), on drop with
+/// status 499 (nginx's "client closed request"), so that every `n` appears in the log.
+struct Pending<'a> {
+    log: &'a Log,
+    record: Record,
+    written: bool,
+}
+
+impl Pending<'_> {
+    fn finish(&mut self, response: &Response<ProxyBody>) {
+        self.record.status = response.status().as_u16();
+        self.record.new_session = header_text(response.headers(), SESSION);
+        self.written = true;
+        self.log.write(std::mem::take(&mut self.record));
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if !self.written {
+            self.record.status = CLIENT_CLOSED;
+            self.record.error = Some("the client went away before the response head".into());
+            self.log.write(std::mem::take(&mut self.record));
+        }
+    }
+}
+
+/// The status logged for a request whose client went away first.
+const CLIENT_CLOSED: u16 = 499;
 
 /// A header as text, when present (lossy if it is not UTF-8).
 fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {

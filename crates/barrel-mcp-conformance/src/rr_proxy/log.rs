@@ -14,12 +14,13 @@ use serde_json::Value;
 use super::LogTo;
 
 /// One proxied request, as logged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// The request's sequence number, from 1, in arrival order across all connections.
     pub n: u64,
-    /// The index (from 0, in `--backend` order) of the backend that answered; `null` when none
-    /// did (413, 408, 400, or 502 when every backend refused).
+    /// The index (from 0, in `--backend` order) of the backend that answered, or had the
+    /// request when it failed or the client went away; `null` when none did (413, 408, 400, or
+    /// 502 when every backend refused).
     pub backend: Option<usize>,
     /// Backends that refused the connection and were skipped, in the order tried.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -37,9 +38,10 @@ pub struct Record {
     pub rpc_method: Option<String>,
     /// The JSON-RPC `id` likewise: a request's, or the id a response answers.
     pub rpc_id: Option<Value>,
-    /// The response status sent to the client.
+    /// The response status sent to the client; 499 when the client went away before the
+    /// response head.
     pub status: u16,
-    /// Why the proxy answered itself (413, 408, 400, 502).
+    /// Why the proxy answered itself (413, 408, 400, 502), or why nothing was sent (499).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

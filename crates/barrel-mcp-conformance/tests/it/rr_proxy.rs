@@ -1,8 +1,8 @@
 //! The round-robin proxy (`rr_proxy`, `rr-proxy`): alternation per request on one keep-alive
 //! connection; SSE streamed through before the backend ends it; a refusing backend skipped and
-//! 502 when all refuse; the request log (session, JSON-RPC method and id); headers and status
-//! copied except hop-by-hop ones, `Host` kept; the body cap; a real barrel-mcp session through
-//! it; and the binary's command line.
+//! 502 when all refuse; the request log (session, JSON-RPC method and id; 499 for a client that
+//! left); headers and status copied except hop-by-hop ones, `Host` kept; the body cap and
+//! timeout; a real barrel-mcp session through it; and the binary's command line.
 
 mod backend;
 
@@ -153,6 +153,38 @@ async fn a_refusing_backend_is_skipped_and_the_request_still_served() {
         let skipped: Vec<Vec<usize>> = records.iter().map(|r| r.skipped.clone()).collect();
         assert_eq!(skipped, [vec![0], vec![], vec![0], vec![]]);
         assert_eq!(backends_of(&records), [Some(1); 4]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_before_the_answer_is_logged_with_499() {
+    within(async {
+        let backend = Backend::start("A").await;
+        let proxy = proxy(&[backend.url()]).await;
+        let mut connection = OneConnection::open(proxy.addr()).await;
+        let body = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#;
+        let waiting = connection.send(request("POST", "/hold", body));
+        // Give up once the backend has the request.
+        tokio::select! {
+            _ = waiting => panic!("the backend holds the answer"),
+            () = async {
+                while backend.seen().is_empty() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            } => {}
+        }
+        drop(connection);
+        let record = loop {
+            if let Some(record) = proxy.records().pop() {
+                break record;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert_eq!(record.status, 499);
+        assert_eq!(record.backend, Some(0), "the backend that had it");
+        assert_eq!(record.rpc_id, Some(json!(5)));
+        backend.release();
     })
     .await;
 }

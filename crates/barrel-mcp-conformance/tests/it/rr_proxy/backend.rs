@@ -4,6 +4,7 @@
 //! The backend's routes:
 //! - `/sse`: an event stream; `data: 1` at once, `data: 2` and the end only after
 //!   [`Backend::release`];
+//! - `/hold`: answers only after [`Backend::release`];
 //! - `/status/CODE`: that status, with multi-valued and hop-by-hop headers to filter;
 //! - anything else: 200 with the backend's name as the body; on `/mcp`, a request without
 //!   `Mcp-Session-Id` gets `Mcp-Session-Id: session-1` back, like an `initialize`.
@@ -88,7 +89,7 @@ impl Backend {
         self.seen.lock().expect("seen").clone()
     }
 
-    /// Lets the `/sse` stream send its last event and end.
+    /// Lets the `/sse` stream send its last event and end, or a `/hold` request be answered.
     pub(crate) fn release(&self) {
         self.release.notify_one();
     }
@@ -133,6 +134,9 @@ async fn answer(
             .body(Either::Right(channel))
             .expect("sse response");
     }
+    if path == "/hold" {
+        release.notified().await;
+    }
     if let Some(code) = path.strip_prefix("/status/") {
         return Response::builder()
             .status(StatusCode::from_bytes(code.as_bytes()).expect("a status"))
@@ -157,7 +161,14 @@ async fn answer(
 /// A client over exactly one TCP connection, kept alive across requests.
 pub(crate) struct OneConnection {
     sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-    _task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for OneConnection {
+    /// Closes the connection at once, whatever is in flight.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl OneConnection {
@@ -171,10 +182,7 @@ impl OneConnection {
         let task = tokio::spawn(async move {
             let _ = connection.await;
         });
-        Self {
-            sender,
-            _task: task,
-        }
+        Self { sender, task }
     }
 
     /// Sends `request` on this connection (a `Host` header is the caller's to set).
