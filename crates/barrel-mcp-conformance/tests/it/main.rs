@@ -1,5 +1,6 @@
-//! The conformance crate's tests, in one binary: the fixture, and the OAuth client against the
-//! test authorization server and a protected barrel-mcp server.
+//! The conformance crate's tests, in one binary: the fixture; the OAuth client against the
+//! test authorization server and a protected barrel-mcp server; and the round-robin proxy.
 
 mod fixture;
 mod oauth;
+mod rr_proxy;
