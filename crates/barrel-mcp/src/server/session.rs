@@ -194,5 +194,27 @@ pub(crate) fn random_id() -> String {
     let mut bytes = [0u8; 16];
     // A failing OS random source leaves zeros; ids made here are not secrets.
     let _ = getrandom::fill(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = String::with_capacity(32);
+    for byte in bytes {
+        id.push(char::from(HEX[usize::from(byte >> 4)]));
+        id.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn random_ids_are_32_lowercase_hex_digits_and_differ() {
+        let (a, b) = (super::random_id(), super::random_id());
+        for id in [&a, &b] {
+            assert_eq!(id.len(), 32);
+            assert!(
+                id.bytes()
+                    .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+            );
+        }
+        assert_ne!(a, b);
+    }
 }
