@@ -162,6 +162,11 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, Er
         .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
+/// [`decode`] of params the caller keeps: read in place, without a copy of the whole tree.
+pub(crate) fn decode_ref<T: DeserializeOwned>(params: &Value) -> Result<T, ErrorObject> {
+    T::deserialize(params).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+}
+
 /// Serializes a result after shaping it for the request's revision.
 pub(crate) fn encode<T: Serialize + Shape>(
     mut result: T,

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::context::{Ctx, Scope};
-use super::dispatch::{decode, encode};
+use super::dispatch::{decode_ref, encode};
 use super::handler::{PromptArguments, ResourceRequest};
 use super::input::{InputMode, Rounds};
 use super::registry::ToolEntry;
@@ -212,7 +212,7 @@ pub(crate) async fn call_tool_as(
     mode: AsTask,
 ) -> Result<Value, ErrorObject> {
     let raw = raw.unwrap_or_else(|| json!({}));
-    let mut params: CallToolParams = decode(Some(raw.clone()))?;
+    let mut params: CallToolParams = decode_ref(&raw)?;
     let entry = server
         .read_registry()
         .tools
@@ -311,7 +311,7 @@ pub(crate) async fn read_resource(
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
     let raw = raw.unwrap_or_else(|| json!({}));
-    let mut params: ReadResourceParams = decode(Some(raw.clone()))?;
+    let mut params: ReadResourceParams = decode_ref(&raw)?;
     let found = server
         .read_registry()
         .find_resource(&params.uri)
@@ -364,7 +364,7 @@ pub(crate) async fn get_prompt(
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
     let raw = raw.unwrap_or_else(|| json!({}));
-    let mut params: GetPromptParams = decode(Some(raw.clone()))?;
+    let mut params: GetPromptParams = decode_ref(&raw)?;
     let (prompt, handler) = {
         let registry = server.read_registry();
         let entry = registry.prompts.get(&params.name).ok_or_else(|| {
