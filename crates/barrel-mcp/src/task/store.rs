@@ -350,12 +350,7 @@ impl TaskStore for MemoryTaskStore {
                     // Apply to a copy: a refused change leaves the record as it was.
                     let mut next = record.clone();
                     change(&mut next).map_err(StoreRefusal::Refused)?;
-                    // Whose, which and when a task is never changes.
-                    let same = next.id == record.id
-                        && next.owner == record.owner
-                        && next.era == record.era
-                        && next.created_at == record.created_at;
-                    if !same {
+                    if !same_identity(record, &next) {
                         return Err(StoreRefusal::Refused(Refused::Invalid));
                     }
                     *record = next.clone();
@@ -403,6 +398,15 @@ impl TaskStore for MemoryTaskStore {
         }
         Box::pin(std::future::ready(expired.len()))
     }
+}
+
+/// True when `next` is still the task `record` is: whose, which and when a task is never
+/// changes.
+fn same_identity(record: &TaskRecord, next: &TaskRecord) -> bool {
+    next.id == record.id
+        && next.owner == record.owner
+        && next.era == record.era
+        && next.created_at == record.created_at
 }
 
 /// Where a record sorts in a list: creation time, then id.
