@@ -9,6 +9,11 @@ use barrel_mcp_types::ErrorObject;
 use super::record::{Era, Refused, TaskRecord};
 use crate::peer::BoxFuture;
 
+#[cfg(feature = "redis")]
+mod redis_store;
+#[cfg(feature = "redis")]
+pub use self::redis_store::RedisTaskStore;
+
 /// The bounds of a task store. Every field has a documented default.
 #[derive(Debug, Clone)]
 pub struct TaskLimits {
@@ -99,7 +104,8 @@ impl StoreRefusal {
 /// Where tasks live.
 ///
 /// No task state lives outside a store: the server creates, reads and changes tasks only
-/// through this trait, so a shared store (Redis, later) serves every node. The contract:
+/// through this trait, so a shared store (`RedisTaskStore`, feature `redis`) serves every
+/// node. The contract:
 /// - `create` makes the task durable before it returns (a `CreateTaskResult` is never sent
 ///   before `tasks/get` would find the task), and refuses past the owner's cap, allocating
 ///   nothing;
