@@ -5,7 +5,8 @@
 //! directory, and waits for `PING` (5 s at most); when another process took the port in between
 //! (the log says "Address already in use"), it tries again on a new one. The server runs under
 //! a `sh` that holds a pipe from this process: when the test binary ends, however it ends, the
-//! pipe closes and the `sh` kills the server, so no test leaves one behind. Dropping a
+//! pipe closes and the `sh` kills the server and removes its directory, so no test leaves
+//! either behind. Dropping a
 //! `RedisProcess` (or [`RedisProcess::kill`]) kills it at once; [`RedisProcess::restart`] starts
 //! an empty one on the same port.
 //!
@@ -117,7 +118,7 @@ impl RedisProcess {
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
         // The server runs in the background of a `sh` that waits for its stdin to close (this
-        // process ending, or `kill`) and then kills it.
+        // process ending, or `kill`), then kills it and removes its directory.
         let mut wrapper = Command::new("sh")
             .arg("-c")
             .arg(
@@ -125,8 +126,10 @@ impl RedisProcess {
 read -r _ || true
 kill -KILL "$server" 2>/dev/null
 wait "$server" 2>/dev/null
+rm -rf "$REDIS_TEST_DIR"
 exit 0"#,
             )
+            .env("REDIS_TEST_DIR", &dir)
             .arg("redis-wrapper")
             .args(&args)
             .stdin(Stdio::piped())
