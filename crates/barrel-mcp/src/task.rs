@@ -7,7 +7,8 @@
 //!   fields in each era (`Task` with `ttl`/`pollInterval`; the extension's `ttlMs`,
 //!   `pollIntervalMs`, and the `DetailedTask` with the result, error or questions inline);
 //! - [`TaskStore`]: where tasks live, with [`MemoryTaskStore`] as the default and
-//!   [`TaskLimits`] (per-owner and total caps, TTL bounds, the poll interval);
+//!   [`TaskLimits`] (per-owner and total caps, TTL bounds, the poll interval); with feature
+//!   `redis`, `RedisTaskStore` shares them between server processes;
 //! - [`new_task_id`]: unguessable ids (192 random bits, base64url: they act as bearer handles);
 //! - the receiver's answers to `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`
 //!   over a store, shared by the server and the client (crate-private).
@@ -21,6 +22,8 @@ mod store;
 mod time;
 
 pub use record::{Era, Refused, TaskOutcome, TaskRecord};
+#[cfg(feature = "redis")]
+pub use store::RedisTaskStore;
 pub use store::{MemoryTaskStore, StoreRefusal, TaskChange, TaskLimits, TaskStore, cursor_after};
 pub use time::rfc3339;
 

@@ -9,6 +9,11 @@ use barrel_mcp_types::ErrorObject;
 use super::record::{Era, Refused, TaskRecord};
 use crate::peer::BoxFuture;
 
+#[cfg(feature = "redis")]
+mod redis_store;
+#[cfg(feature = "redis")]
+pub use self::redis_store::RedisTaskStore;
+
 /// The bounds of a task store. Every field has a documented default.
 #[derive(Debug, Clone)]
 pub struct TaskLimits {
@@ -99,7 +104,8 @@ impl StoreRefusal {
 /// Where tasks live.
 ///
 /// No task state lives outside a store: the server creates, reads and changes tasks only
-/// through this trait, so a shared store (Redis, later) serves every node. The contract:
+/// through this trait, so a shared store (`RedisTaskStore`, feature `redis`) serves every
+/// node. The contract:
 /// - `create` makes the task durable before it returns (a `CreateTaskResult` is never sent
 ///   before `tasks/get` would find the task), and refuses past the owner's cap, allocating
 ///   nothing;
@@ -350,12 +356,7 @@ impl TaskStore for MemoryTaskStore {
                     // Apply to a copy: a refused change leaves the record as it was.
                     let mut next = record.clone();
                     change(&mut next).map_err(StoreRefusal::Refused)?;
-                    // Whose, which and when a task is never changes.
-                    let same = next.id == record.id
-                        && next.owner == record.owner
-                        && next.era == record.era
-                        && next.created_at == record.created_at;
-                    if !same {
+                    if !same_identity(record, &next) {
                         return Err(StoreRefusal::Refused(Refused::Invalid));
                     }
                     *record = next.clone();
@@ -403,6 +404,15 @@ impl TaskStore for MemoryTaskStore {
         }
         Box::pin(std::future::ready(expired.len()))
     }
+}
+
+/// True when `next` is still the task `record` is: whose, which and when a task is never
+/// changes.
+fn same_identity(record: &TaskRecord, next: &TaskRecord) -> bool {
+    next.id == record.id
+        && next.owner == record.owner
+        && next.era == record.era
+        && next.created_at == record.created_at
 }
 
 /// Where a record sorts in a list: creation time, then id.

@@ -1,7 +1,8 @@
 //! The integration tests of barrel-mcp, in one binary.
 //!
 //! `support` holds the shared helpers: a step timeout, a scriptable handler, and drivers that
-//! speak raw JSON lines or raw messages to a peer under test.
+//! speak raw JSON lines or raw messages to a peer under test, and (feature `redis`) a real
+//! `redis-server`. `task_store` runs one store suite against every task store.
 
 mod client;
 mod doc_examples;
@@ -16,3 +17,4 @@ mod server;
 mod skills;
 mod source_rules;
 mod support;
+mod task_store;

@@ -5,6 +5,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "redis")]
+pub(crate) mod redis;
+
 use barrel_mcp::Error;
 use barrel_mcp::peer::{self, BoxFuture, Handler, Peer, PeerConfig, RequestContext};
 use barrel_mcp::transport::{
