@@ -233,7 +233,7 @@ pub(crate) async fn serve(
     let id = request.id.clone();
     let server = state.server.clone();
     let config = server.config().peer.clone();
-    let work = one_request::serve(
+    state.tasks.spawn(one_request::serve(
         config,
         route,
         request,
@@ -242,11 +242,7 @@ pub(crate) async fn serve(
             Era::Stateless(scope) => server::serve_stateless(&server, scope, request, cx),
             Era::Sessionless(version) => server::serve_sessionless(&server, version, request, cx),
         },
-    );
-    // Most handlers answer without waiting: then no task is made for them.
-    if let Some(waiting) = crate::peer::poll_once(work).await {
-        state.tasks.spawn(waiting);
-    }
+    ));
     // Dropping this (the client went away, or the answer is complete) cancels the handler.
     let over = close.clone();
     let guard = close.drop_guard();
