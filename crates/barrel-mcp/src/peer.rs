@@ -24,9 +24,8 @@
 //! One task owns the transport: it runs the read loop and the write loop side by side, so a
 //! slow write never holds up reading. Each inbound request runs on a task of its own, which
 //! forgets itself when it ends (`handlers.rs`). An HTTP session has no loops (`inlet.rs`): each
-//! POST hands its message in on its own task, where the request's handler starts (and, when
-//! it answers without waiting, ends), and what the connection sends is written by the sender
-//! at once, onto the session's streams. A request that comes without a connection (an HTTP
+//! POST hands its message in on its own task (a request's handler is spawned from there), and
+//! what the connection sends is written by the sender at once, onto the session's streams. A request that comes without a connection (an HTTP
 //! POST outside any session) is served by `one_request.rs`: one task, no loops. The tables
 //! of pending outbound requests and inbound requests in flight sit behind `std` mutexes that are
 //! held only for a lookup or an insert and never across an `.await`.
@@ -57,8 +56,6 @@ mod outbound;
 mod shared;
 mod unwind;
 
-#[cfg(feature = "http-server")]
-pub(crate) use handlers::poll_once;
 #[cfg(feature = "http-server")]
 pub(crate) use inlet::{DirectWriter, Inlet, open};
 use shared::{Outbound, Shared};

@@ -2,8 +2,8 @@
 //!
 //! A session is one long-lived server connection without loops
 //! ([`Server::open_session`](crate::server::Server::open_session)). Each POST hands its message
-//! to the connection's [`Inlet`] after it passed every check, on the POST's own task, where a
-//! request's handler starts (and, when it answers without waiting, ends). What the server
+//! to the connection's [`Inlet`] after it passed every check, on the POST's own task (a
+//! request's handler is spawned from there). What the server
 //! sends is routed at once by [`SessionWriter`], by the inbound request it belongs to: to the
 //! SSE stream (or the pending JSON reply) of the POST that carried that request, and
 //! everything unrelated (`list_changed`, `resources/updated`, requests not made for a request)
@@ -183,7 +183,7 @@ impl HttpSession {
         stream: bool,
     ) -> Result<Reply, Refused> {
         let id = request.id.clone();
-        let (reply, number) = {
+        let reply = {
             let mut routing = self.routing();
             if routing.by_request.contains_key(&id) {
                 return Err(Refused::DuplicateId);
@@ -192,32 +192,23 @@ impl HttpSession {
                 let number = routing.next_stream;
                 routing.next_stream += 1;
                 let mut events = EventStream::new(number);
-                // Held: the handler starts on this task, before anybody reads the stream.
                 let attached = events
-                    .attach_held(&self.limits)
+                    .attach(None, &self.limits)
                     .expect("a fresh stream takes a fresh reader");
                 routing.streams.insert(number, events);
                 routing.first_stream.get_or_insert(Some(number));
                 routing.by_request.insert(id.clone(), Route::Stream(number));
                 forget_old_streams(&mut routing, self.limits.retained_streams);
-                (Reply::Stream(attached), Some(number))
+                Reply::Stream(attached)
             } else {
                 let (tx, rx) = oneshot::channel();
                 routing.first_stream.get_or_insert(None);
                 routing.by_request.insert(id.clone(), Route::Json(tx));
-                (Reply::Json(rx), None)
+                Reply::Json(rx)
             }
         };
-        let fed = self.feed(Message::Request(request), caller).await;
-        let mut routing = self.routing();
-        let mut reply = reply;
-        if let (Reply::Stream(attached), Some(number)) = (&mut reply, number)
-            && let Some(stream) = routing.streams.get_mut(number)
-        {
-            attached.initial.extend(stream.release());
-        }
-        if fed.is_err() {
-            routing.by_request.remove(&id);
+        if self.feed(Message::Request(request), caller).await.is_err() {
+            self.routing().by_request.remove(&id);
             return Err(Refused::Ended);
         }
         Ok(reply)

@@ -50,9 +50,6 @@ pub(crate) struct EventStream {
     replay: VecDeque<(u64, Bytes)>,
     replay_bytes: usize,
     live: Option<mpsc::Sender<Bytes>>,
-    /// The reader is attached but does not read yet ([`EventStream::attach_held`]): events
-    /// wait in the replay buffer until [`EventStream::release`] hands them over.
-    held: bool,
     finished: bool,
 }
 
@@ -71,14 +68,13 @@ impl EventStream {
             replay: VecDeque::new(),
             replay_bytes: 0,
             live: None,
-            held: false,
             finished: false,
         }
     }
 
-    /// True while a reader is attached and keeping up (or held, about to read).
+    /// True while a reader is attached and keeping up.
     pub(crate) fn has_live_reader(&self) -> bool {
-        self.held || self.live.as_ref().is_some_and(|tx| !tx.is_closed())
+        self.live.as_ref().is_some_and(|tx| !tx.is_closed())
     }
 
     /// True once the stream's last event (its response) was written.
@@ -123,23 +119,6 @@ impl EventStream {
         events
     }
 
-    /// Attaches the reader of a fresh stream whose first events are written before it reads
-    /// (a request's handler starts on the task that will read its stream): until
-    /// [`EventStream::release`], events only go to the replay buffer, so a burst written
-    /// meanwhile does not overflow a queue nobody reads yet.
-    pub(crate) fn attach_held(&mut self, limits: &Limits) -> Option<Attached> {
-        let attached = self.attach(None, limits)?;
-        self.held = true;
-        Some(attached)
-    }
-
-    /// The held reader starts reading: returns what was written meanwhile (to write after
-    /// the priming event), and live events go to it from now on.
-    pub(crate) fn release(&mut self) -> Vec<Bytes> {
-        self.held = false;
-        self.replay_after(0)
-    }
-
     /// The bytes the replay buffer holds.
     pub(crate) fn replay_bytes(&self) -> usize {
         self.replay_bytes
@@ -180,7 +159,7 @@ impl EventStream {
                 self.replay_bytes -= old.len();
             }
         }
-        if let Some(live) = self.live.as_ref().filter(|_| !self.held) {
+        if let Some(live) = &self.live {
             match live.try_send(event) {
                 Ok(()) => {}
                 Err(mpsc::error::TrySendError::Full(_)) => {
@@ -198,7 +177,6 @@ impl EventStream {
     pub(crate) fn finish(&mut self) {
         self.finished = true;
         self.live = None;
-        self.held = false;
     }
 
     fn priming(&self, retry: Duration) -> Bytes {

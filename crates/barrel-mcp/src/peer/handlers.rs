@@ -4,9 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -90,13 +88,4 @@ impl Handlers {
             let _ = task.await;
         }
     }
-}
-
-/// Polls `work` once on the calling task. Most handlers answer without waiting, and are then
-/// done here, without a task of their own; one that must wait is returned, pinned, for the
-/// caller to spawn (the task's first poll takes over its wake-ups).
-pub(crate) async fn poll_once<F: Future<Output = ()>>(work: F) -> Option<Pin<Box<F>>> {
-    let mut work = Box::pin(work);
-    let waiting = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx).is_pending())).await;
-    waiting.then_some(work)
 }

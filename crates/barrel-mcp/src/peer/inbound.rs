@@ -9,7 +9,7 @@ use barrel_mcp_types::method::names::INITIALIZE;
 use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId, Response};
 use serde_json::Value;
 
-use super::handlers::{self, Handlers};
+use super::handlers::Handlers;
 use super::shared::{CANCELLED, PROGRESS, Shared, lock};
 use super::unwind::{self, panic_text};
 use super::{Handler, Peer, RequestContext};
@@ -30,20 +30,8 @@ pub(super) async fn read_loop<R: MessageReader>(
             frame = reader.recv() => frame?,
         };
         let Some(frame) = frame else { return Ok(()) };
-        on_frame(frame, reader.caller(), handler, peer, Start::OnItsTask).await;
+        on_frame(frame, reader.caller(), handler, peer).await;
     }
-}
-
-/// Where an inbound request's handler starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Start {
-    /// On a task of its own: the read loop goes on reading meanwhile.
-    OnItsTask,
-    /// On the calling task, moving to a task of its own only if it must wait: for a caller
-    /// that carries this one message (an HTTP POST), which saves a task switch whenever the
-    /// handler answers without waiting.
-    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-    Here,
 }
 
 /// Takes one inbound frame: a request goes to the handler, a notification too (but
@@ -54,10 +42,9 @@ pub(super) async fn on_frame(
     caller: Option<Arc<Caller>>,
     handler: &dyn Handler,
     peer: &Peer,
-    start: Start,
 ) {
     match frame {
-        Ok(Message::Request(request)) => on_request(request, caller, handler, peer, start).await,
+        Ok(Message::Request(request)) => on_request(request, caller, handler, peer).await,
         Ok(Message::Notification(notification)) => on_notification(notification, handler, peer),
         Ok(Message::Response(response)) => peer.shared.complete(response),
         Err(error) => on_decode_error(error, &peer.shared).await,
@@ -69,7 +56,6 @@ async fn on_request(
     caller: Option<Arc<Caller>>,
     handler: &dyn Handler,
     peer: &Peer,
-    start: Start,
 ) {
     let shared = &peer.shared;
     let id = request.id.clone();
@@ -125,7 +111,7 @@ async fn on_request(
     };
     let started = unwind::start(|| handler.on_request(request, cx));
     let owner = Arc::clone(shared);
-    let work = async move {
+    Handlers::spawn(shared, async move {
         let shared = owner;
         let outcome = unwind::outcome(started, &id, &method).await;
         lock(&shared.in_flight).remove(&id);
@@ -139,15 +125,7 @@ async fn on_request(
             shared.enqueue(response.into(), Some(id)).await;
         }
         shared.request_finished();
-    };
-    match start {
-        Start::OnItsTask => Handlers::spawn(shared, work),
-        Start::Here => {
-            if let Some(waiting) = handlers::poll_once(work).await {
-                Handlers::spawn(shared, waiting);
-            }
-        }
-    }
+    });
 }
 
 /// Calls a handler's hook on the read loop; a panic in it is logged, and reading goes on.

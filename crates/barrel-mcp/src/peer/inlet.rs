@@ -2,14 +2,14 @@
 //! never waits to write: an HTTP session.
 //!
 //! Each message is handed in by the task that carried it ([`Inlet::deliver`], an HTTP POST),
-//! which also starts the handler of a request there; what the connection sends is written by
-//! the sender at once ([`DirectWriter`]). The connection's own future only waits for its end:
+//! which spawns the handler of a request as a read loop would; what the connection sends is
+//! written by the sender at once ([`DirectWriter`]). The connection's own future only waits for its end:
 //! the input ends ([`Inlet::end_input`]) and what runs is drained, or it is closed.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use super::inbound::{self, Start};
+use super::inbound;
 use super::shared::{Outbound, Shared};
 use super::{Handler, Peer, PeerConfig};
 use crate::Error;
@@ -39,9 +39,9 @@ impl std::fmt::Debug for Inlet {
 }
 
 impl Inlet {
-    /// Takes one message from `caller`, as a read loop would: a request's handler starts on
-    /// this task (and moves to one of its own if it must wait). `Closed` once the input has
-    /// ended or the connection is closed: the message was not taken.
+    /// Takes one message from `caller`, as a read loop would (a request's handler runs on a
+    /// task of its own). `Closed` once the input has ended or the connection is closed: the
+    /// message was not taken.
     pub(crate) async fn deliver(
         &self,
         frame: Frame,
@@ -51,7 +51,7 @@ impl Inlet {
         if shared.closed.is_cancelled() || shared.input_ended.is_cancelled() {
             return Err(Error::Closed);
         }
-        inbound::on_frame(frame, caller, &*self.handler, &self.peer, Start::Here).await;
+        inbound::on_frame(frame, caller, &*self.handler, &self.peer).await;
         Ok(())
     }
 
@@ -194,36 +194,39 @@ mod tests {
         matches!(message, Message::Response(r) if r.id == Some(RequestId::Number(id)))
     }
 
+    /// Waits until the recorder holds `count` messages.
+    async fn written(recorder: &Recorder, count: usize) -> Vec<Message> {
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while recorder.messages().len() < count {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("written in time");
+        recorder.messages()
+    }
+
     #[tokio::test]
-    async fn a_handler_that_does_not_wait_is_answered_before_deliver_returns() {
+    async fn what_a_handler_sends_is_written_before_its_response() {
         let (inlet, recorder, _, _) = open_recorded();
         inlet.deliver(request(1, "now"), None).await.expect("taken");
-        let written = recorder.messages();
-        assert_eq!(written.len(), 2, "{written:?}");
+        let written = written(&recorder, 2).await;
         assert!(matches!(written[0], Message::Notification(_)));
         assert!(is_response(&written[1], 1));
     }
 
     #[tokio::test]
-    async fn a_handler_that_waits_goes_on_on_its_own_task_and_answers_in_order() {
+    async fn a_handler_that_waits_holds_up_no_other_request() {
         let (inlet, recorder, release, _) = open_recorded();
         inlet
             .deliver(request(1, "later"), None)
             .await
             .expect("taken");
-        assert!(recorder.messages().is_empty());
-        // The next message is taken while the first handler waits.
+        // The next message is taken and answered while the first handler waits.
         inlet.deliver(request(2, "now"), None).await.expect("taken");
-        assert!(is_response(&recorder.messages()[1], 2));
+        assert!(is_response(&written(&recorder, 2).await[1], 2));
         release.notify_one();
-        tokio::time::timeout(Duration::from_secs(5), async {
-            while recorder.messages().len() < 4 {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .expect("the waiting handler answered");
-        let written = recorder.messages();
+        let written = written(&recorder, 4).await;
         assert!(matches!(written[2], Message::Notification(_)));
         assert!(is_response(&written[3], 1));
     }
@@ -258,15 +261,8 @@ mod tests {
         let (inlet, recorder, _, _) = open_recorded();
         inlet.end_input();
         // As if it had passed `deliver`'s check just before: admission checks again.
-        inbound::on_frame(
-            request(1, "now"),
-            None,
-            &*inlet.handler,
-            &inlet.peer,
-            Start::Here,
-        )
-        .await;
-        let written = recorder.messages();
+        inbound::on_frame(request(1, "now"), None, &*inlet.handler, &inlet.peer).await;
+        let written = written(&recorder, 1).await;
         assert!(
             matches!(&written[..], [Message::Response(r)] if r.outcome.is_err()),
             "{written:?}"

@@ -271,41 +271,6 @@ async fn a_slow_reader_is_cut_off_and_resumes_from_the_buffer() {
 }
 
 #[tokio::test]
-async fn a_burst_written_before_the_post_reads_reaches_its_stream_whole() {
-    // The handler starts on the POST's task and writes 100 events before anything reads the
-    // stream: more than its queue holds, fewer than its replay buffer does.
-    let config = HttpConfig {
-        stream_queue: 8,
-        ..HttpConfig::default()
-    };
-    let server = TestServer::start_with(busy_server(), config).await;
-    let mut client = server.client();
-    client.initialize().await;
-    let response = client
-        .post(&call(41, "flood", json!({"count": 100, "size": 16})))
-        .await;
-    let mut reader = SseReader::new(response);
-    let mut logs = 0;
-    loop {
-        let message = reader.next_message().await;
-        if message.get("id").is_some() {
-            assert_eq!(text_of(&message), "flooded");
-            break;
-        }
-        assert_eq!(message["method"], "notifications/message", "{message}");
-        assert!(
-            message["params"]["data"]
-                .as_str()
-                .is_some_and(|data| data.starts_with(&format!("{logs}:"))),
-            "in order: {message}"
-        );
-        logs += 1;
-    }
-    assert_eq!(logs, 100);
-    assert!(reader.next_event().await.is_none(), "the stream ends");
-}
-
-#[tokio::test]
 async fn graceful_shutdown_answers_running_requests_and_ends_streams() {
     let mut server = TestServer::start_with(busy_server(), HttpConfig::default()).await;
     let mut client = server.client();
