@@ -135,7 +135,8 @@ pub(crate) enum ClientCommand {
     Tasks(Common),
     /// Show a task (`tasks/get`), cancel it (`--cancel`) or wait for its result (`--wait`).
     Task {
-        /// The task id.
+        /// The task id (it may begin with `-`: ids are opaque, and a random one often does).
+        #[arg(allow_hyphen_values = true)]
         id: String,
         /// Cancel the task.
         #[arg(long, conflicts_with = "wait")]

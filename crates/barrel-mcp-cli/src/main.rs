@@ -302,3 +302,22 @@ async fn shutdown_signal() {
     }
     eprintln!("barrel-mcp: shutting down");
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn a_task_id_that_begins_with_a_hyphen_is_an_id_not_a_flag() {
+        let parsed = super::Cli::try_parse_from([
+            "barrel-mcp",
+            "task",
+            "-Zx9_id",
+            "--wait",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+        ]);
+        let cli = parsed.expect("parsed");
+        assert!(format!("{cli:?}").contains("\"-Zx9_id\""), "{cli:?}");
+    }
+}
