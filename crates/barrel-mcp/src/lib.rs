@@ -83,6 +83,7 @@ pub mod http;
 pub mod peer;
 pub mod server;
 pub mod skills;
+pub mod store;
 pub mod task;
 pub mod transport;
 
