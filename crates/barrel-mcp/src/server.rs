@@ -192,6 +192,8 @@ pub struct Server {
 
 struct Inner {
     info: Implementation,
+    /// `info` as JSON, made once: every 2026-07-28 result carries it.
+    info_json: serde_json::Value,
     instructions: Option<String>,
     config: ServerConfig,
     registry: RwLock<Registry>,

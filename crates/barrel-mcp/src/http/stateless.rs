@@ -10,6 +10,7 @@
 //! cancelled. A sessionless server's requests in the sessionful revisions
 //! ([`HttpConfig::sessionless`](super::HttpConfig::sessionless)) are served the same way.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::response::Response;
@@ -79,16 +80,13 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<Scope, ErrorObject> {
     let method = body.get("method").and_then(Value::as_str).unwrap_or("");
     let is_request = body.get("id").is_some();
     let version_header = header(headers, &reply::PROTOCOL_VERSION)?;
-    if version_header
-        .as_deref()
-        .is_some_and(|h| h != envelope.claim)
-    {
+    if version_header.is_some_and(|h| h != envelope.claim) {
         return Err(mismatch(
             "MCP-Protocol-Version differs from the body's protocol version",
         ));
     }
     let method_header = header(headers, &reply::METHOD)?;
-    if method_header.as_deref().is_some_and(|h| h != method) {
+    if method_header.is_some_and(|h| h != method) {
         return Err(mismatch("Mcp-Method differs from the body's method"));
     }
     let scope = envelope.scope()?;
@@ -107,9 +105,9 @@ fn check(headers: &HeaderMap, body: &Value) -> Result<Scope, ErrorObject> {
             .get("params")
             .and_then(|p| p.get(field))
             .and_then(Value::as_str);
-        let given = header(headers, &reply::NAME)?.map(|h| decode_sentinel(&h));
+        let given = header(headers, &reply::NAME)?.map(decode_sentinel);
         match (expected, given) {
-            (Some(expected), Some(Some(given))) if expected == given => {}
+            (Some(expected), Some(Some(given))) if expected == given.as_ref() => {}
             (_, None) => return Err(mismatch("Mcp-Name header is required")),
             _ => return Err(mismatch("Mcp-Name differs from the body")),
         }
@@ -175,7 +173,7 @@ fn header_matches(given: &str, expected: &Value) -> bool {
 }
 
 /// One header's value: absent, or present once with visible ASCII (else -32020).
-fn header(headers: &HeaderMap, name: &HeaderName) -> Result<Option<String>, ErrorObject> {
+fn header<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h str>, ErrorObject> {
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
@@ -186,11 +184,11 @@ fn header(headers: &HeaderMap, name: &HeaderName) -> Result<Option<String>, Erro
     let text = first
         .to_str()
         .map_err(|_| mismatch(&format!("{name} has invalid characters")))?;
-    Ok(Some(text.to_owned()))
+    Ok(Some(text))
 }
 
 /// Decodes the `=?base64?…?=` form of a header value; plain values pass unchanged.
-fn decode_sentinel(value: &str) -> Option<String> {
+fn decode_sentinel(value: &str) -> Option<Cow<'_, str>> {
     match value
         .strip_prefix("=?base64?")
         .and_then(|rest| rest.strip_suffix("?="))
@@ -199,9 +197,9 @@ fn decode_sentinel(value: &str) -> Option<String> {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
                 .ok()?;
-            String::from_utf8(bytes).ok()
+            String::from_utf8(bytes).ok().map(Cow::Owned)
         }
-        None => Some(value.to_owned()),
+        None => Some(Cow::Borrowed(value)),
     }
 }
 

@@ -500,6 +500,7 @@ impl ServerBuilder {
         let (task_events, _) = broadcast::channel(EVENT_BUFFER);
         Ok(Server {
             inner: Arc::new(Inner {
+                info_json: serde_json::to_value(&info).unwrap_or(Value::Null),
                 info,
                 instructions: self.instructions,
                 registry: RwLock::new(self.registry),

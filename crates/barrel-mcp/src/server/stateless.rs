@@ -190,10 +190,7 @@ pub(crate) fn finish(mut result: Value, server: &Server) -> Value {
             .entry("_meta")
             .or_insert_with(|| Value::Object(Meta::new()));
         if let Value::Object(meta) = meta {
-            meta.insert(
-                SERVER_INFO_KEY.to_owned(),
-                serde_json::to_value(server.info()).unwrap_or(Value::Null),
-            );
+            meta.insert(SERVER_INFO_KEY.to_owned(), server.inner.info_json.clone());
         }
     }
     result
