@@ -3,7 +3,9 @@
 Usage: plot.py CHART_TSV OUT_PNG TITLE
 
 CHART_TSV is what `loadgen chart-data RESULTS.tsv` prints: a header, then one line per cell
-(case title, server title, rate, CPU µs per operation, the last possibly empty). Each case gets
+(case title, server title, rate, CPU µs per operation, the last possibly empty). A base
+(`barrel-mcp@<commit>`, from BENCH_BASE_SRC) is one more series, light blue, after barrel-mcp.
+Each case gets
 a row of two panels with their own linear scales, so a slow server does not flatten the others.
 matplotlib's Agg backend and its bundled DejaVu fonts: no display and no system fonts needed.
 """
@@ -25,6 +27,27 @@ COLOURS = {
     "TypeScript SDK": "#bf8700",
 }
 SERVER_ORDER = list(COLOURS)
+BASE_PREFIX = "barrel-mcp@"
+BASE_COLOUR = "#8fb8f5"
+
+
+def colour(server):
+    if server.startswith(BASE_PREFIX):
+        return BASE_COLOUR
+    return COLOURS.get(server, "#6e7781")
+
+
+def order(cells):
+    """The servers of one case: the known ones in their order, the base right after
+    barrel-mcp, then any other."""
+    known = [s for s in SERVER_ORDER if s in cells]
+    bases = sorted(s for s in cells if s.startswith(BASE_PREFIX))
+    if "barrel-mcp" in known:
+        at = known.index("barrel-mcp") + 1
+        known[at:at] = bases
+    else:
+        known = bases + known
+    return known + [s for s in cells if s not in known]
 
 
 def read(path):
@@ -48,7 +71,7 @@ def label(value):
 def panel(ax, servers, values, title):
     xs = range(len(servers))
     heights = [v if v is not None else 0 for v in values]
-    bars = ax.bar(xs, heights, color=[COLOURS.get(s, "#6e7781") for s in servers])
+    bars = ax.bar(xs, heights, color=[colour(s) for s in servers])
     for bar, value in zip(bars, values):
         text = label(value) if value is not None else "n/a"
         ax.annotate(
@@ -78,9 +101,7 @@ def main():
         len(cases), 2, figsize=(11, 2.5 * len(cases) + 0.8), squeeze=False
     )
     for (case, cells), (left, right) in zip(cases.items(), axes):
-        servers = [s for s in SERVER_ORDER if s in cells] + [
-            s for s in cells if s not in COLOURS
-        ]
+        servers = order(cells)
         unit = "calls/s" if case.startswith("stdio") else "req/s"
         if case.startswith("session creation"):
             unit = "sessions/s"

@@ -9,13 +9,22 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// The servers, in column order: (key used in the TSV, column title). barrel-mcp and rmcp
-/// always have a column; the others only when the results have them.
+/// always have a column; the others only when the results have them. A base (see
+/// [`BASE_PREFIX`]) comes right after barrel-mcp.
 const SERVERS: [(&str, &str); 4] = [
     ("barrel-mcp", "barrel-mcp"),
     ("rmcp", "rmcp"),
     ("floor", "floor"),
     ("ts-sdk", "TypeScript SDK"),
 ];
+
+/// The TSV key of barrel-mcp built from an older checkout (`BENCH_BASE_SRC`) starts with this,
+/// then the short commit (`barrel-mcp@15c34b7`); the key is also its column title. Its column
+/// gets a ratio `barrel-mcp / base` and a summary of the rows where barrel-mcp is worse.
+const BASE_PREFIX: &str = "barrel-mcp@";
+
+/// How far worse than the base a throughput or memory row may be before the summary lists it.
+const BASE_TOLERANCE: f64 = 0.05;
 
 /// One metric row of a case.
 #[derive(Clone, Copy)]
@@ -165,8 +174,14 @@ fn ratio(barrel: Option<f64>, rmcp: Option<f64>) -> String {
 }
 
 /// One table row: a title, a cell per shown server, and the ratios of barrel-mcp's number
-/// to rmcp's and (when the floor has a column) to the floor's.
-fn row(out: &mut String, title: &str, shown: &[(&str, &str)], cells: &[(String, Option<f64>)]) {
+/// to rmcp's, (when the floor has a column) to the floor's and (when a base has a column) to
+/// the base's. Returns barrel-mcp's number and the base's, for the summary.
+fn row(
+    out: &mut String,
+    title: &str,
+    shown: &[(&str, &str)],
+    cells: &[(String, Option<f64>)],
+) -> (Option<f64>, Option<f64>) {
     let _ = write!(out, "| {title} |");
     for (text, _) in cells {
         let _ = write!(out, " {text} |");
@@ -181,18 +196,91 @@ fn row(out: &mut String, title: &str, shown: &[(&str, &str)], cells: &[(String, 
     if shown.iter().any(|(s, _)| *s == "floor") {
         let _ = write!(out, " {} |", ratio(value("barrel-mcp"), value("floor")));
     }
+    let base = shown
+        .iter()
+        .position(|(s, _)| s.starts_with(BASE_PREFIX))
+        .map(|i| cells[i].1);
+    if let Some(base) = base {
+        let _ = write!(out, " {} |", ratio(value("barrel-mcp"), base));
+    }
     out.push('\n');
+    (value("barrel-mcp"), base.flatten())
 }
 
-/// The servers with a column: barrel-mcp and rmcp, and the others the results have.
-fn shown_servers(results: &HashMap<(String, String), Fields>) -> Vec<(&'static str, &'static str)> {
-    SERVERS
-        .iter()
-        .copied()
-        .filter(|(s, _)| {
-            matches!(*s, "barrel-mcp" | "rmcp") || results.keys().any(|(server, _)| server == s)
-        })
-        .collect()
+/// The base's TSV key, if the results have one (the first in sort order, should a file have
+/// several).
+fn base_server(results: &HashMap<(String, String), Fields>) -> Option<&str> {
+    results
+        .keys()
+        .map(|(server, _)| server.as_str())
+        .filter(|s| s.starts_with(BASE_PREFIX))
+        .min()
+}
+
+/// The servers with a column: barrel-mcp and rmcp, and the others the results have, the base
+/// right after barrel-mcp.
+fn shown_servers(results: &HashMap<(String, String), Fields>) -> Vec<(&str, &str)> {
+    let base = base_server(results);
+    let mut shown = Vec::new();
+    for (s, title) in SERVERS {
+        if matches!(s, "barrel-mcp" | "rmcp") || results.keys().any(|(server, _)| server == s) {
+            shown.push((s, title));
+        }
+        if let Some(base) = base.filter(|_| s == "barrel-mcp") {
+            shown.push((base, base));
+        }
+    }
+    shown
+}
+
+/// A throughput or memory row, compared with the base for the summary.
+struct Compared {
+    label: String,
+    /// barrel-mcp's number and the base's.
+    values: (Option<f64>, Option<f64>),
+    higher_is_better: bool,
+}
+
+/// The summary under the table when a base has a column: every throughput or memory row where
+/// barrel-mcp is worse than the base by more than [`BASE_TOLERANCE`], or "none", and the rows
+/// that could not be compared (n/a in either column).
+fn base_summary(base: &str, compared: &[Compared]) -> String {
+    let mut worse = Vec::new();
+    let mut missing = Vec::new();
+    for c in compared {
+        match c.values {
+            (Some(barrel), Some(old)) if old > 0.0 => {
+                let r = barrel / old;
+                let bad = if c.higher_is_better {
+                    r < 1.0 - BASE_TOLERANCE
+                } else {
+                    r > 1.0 + BASE_TOLERANCE
+                };
+                if bad {
+                    worse.push(format!("{} {r:.2}×", c.label));
+                }
+            }
+            _ => missing.push(c.label.clone()),
+        }
+    }
+    let mut out = format!(
+        "\nWorse than the base ({base}) by more than {:.0}% (throughput and memory rows): {}.",
+        BASE_TOLERANCE * 100.0,
+        if worse.is_empty() {
+            "none".to_owned()
+        } else {
+            worse.join("; ")
+        }
+    );
+    if !missing.is_empty() {
+        let _ = write!(
+            out,
+            " Not compared (n/a in either column): {}.",
+            missing.join("; ")
+        );
+    }
+    out.push('\n');
+    out
 }
 
 /// The cost of bearer JWT authentication: barrel-mcp's `sse64` against the same case with a
@@ -321,6 +409,8 @@ pub fn table(tsv: &str) -> String {
     let auth = auth_cost(&results);
     let shown = shown_servers(&results);
     let get = |server: &str, case: &str| results.get(&(server.to_owned(), case.to_owned()));
+    let base = base_server(&results);
+    let mut compared = Vec::new();
     let mut out = String::from("| case | metric |");
     for (_, title) in &shown {
         let _ = write!(out, " {title} |");
@@ -330,8 +420,13 @@ pub fn table(tsv: &str) -> String {
     if with_floor {
         out.push_str(" barrel-mcp / floor |");
     }
+    if base.is_some() {
+        out.push_str(" barrel-mcp / base |");
+    }
     out.push_str("\n|---|---|");
-    out.push_str(&"---:|".repeat(shown.len() + 1 + usize::from(with_floor)));
+    out.push_str(
+        &"---:|".repeat(shown.len() + 1 + usize::from(with_floor) + usize::from(base.is_some())),
+    );
     out.push('\n');
     for (case, title, metrics) in CASES {
         // A case nobody ran (an older result file, or only some cases) has no rows.
@@ -343,12 +438,19 @@ pub fn table(tsv: &str) -> String {
                 .iter()
                 .map(|(s, _)| cell(get(s, case), case, *metric))
                 .collect();
-            row(
+            let values = row(
                 &mut out,
                 &metric_title(title, *metric, i == 0),
                 &shown,
                 &cells,
             );
+            if let Metric::Rate(unit) = metric {
+                compared.push(Compared {
+                    label: format!("{title}, {unit}"),
+                    values,
+                    higher_is_better: true,
+                });
+            }
         }
     }
     let memory = |key: &str, scale: f64, digits: usize| -> Vec<(String, Option<f64>)> {
@@ -405,8 +507,19 @@ pub fn table(tsv: &str) -> String {
             ),
         ];
         for (title, key, scale, digits) in rows {
-            row(&mut out, title, &shown, &memory(key, scale, digits));
+            let values = row(&mut out, title, &shown, &memory(key, scale, digits));
+            let name = title
+                .trim_start_matches("server RSS")
+                .trim_start_matches(" | ");
+            compared.push(Compared {
+                label: format!("server RSS, {name}"),
+                values,
+                higher_is_better: false,
+            });
         }
+    }
+    if let Some(base) = base {
+        out.push_str(&base_summary(base, &compared));
     }
     let mut notes = Vec::new();
     // Errors of every round, not only of the median ones shown in the table.
@@ -503,6 +616,77 @@ mod tests {
         );
         assert!(table.contains("| calls/s | n/a | 50,000 | — |"), "{table}");
         assert!(table.contains("| 200.0 |"), "{table}");
+    }
+
+    #[test]
+    fn base_column_ratio_and_summary() {
+        let tsv = "barrel-mcp\tsse64\trps=90\tp50_us=100\tp99_us=900\tcpu_us=20\n\
+                   barrel-mcp@15c34b7\tsse64\trps=100\tp50_us=100\tp99_us=900\tcpu_us=10\n\
+                   rmcp\tsse64\trps=50\tp50_us=200\tp99_us=800\tcpu_us=40\n\
+                   floor\tsse64\trps=400\tp50_us=50\tp99_us=90\tcpu_us=10\n\
+                   barrel-mcp\tseq1\trps=100\n\
+                   barrel-mcp@15c34b7\tseq1\trps=104\n\
+                   barrel-mcp\tsessionless64\trps=100\treply=json\n\
+                   barrel-mcp-jwt\tsse64-jwt\trps=80\tcpu_us=25\n\
+                   barrel-mcp\tmemory\tidle_kib=10240\tfull_kib=30720\tafter_kib=15360\topened=1000\n\
+                   barrel-mcp@15c34b7\tmemory\tidle_kib=10240\tfull_kib=20480\tafter_kib=15360\topened=1000\n";
+        let table = table(tsv);
+        assert!(
+            table.contains(
+                "| case | metric | barrel-mcp | barrel-mcp@15c34b7 | rmcp | floor | \
+                 barrel-mcp / rmcp | barrel-mcp / floor | barrel-mcp / base |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n"
+            ),
+            "{table}"
+        );
+        assert!(
+            table.contains("| req/s | 90 | 100 | 50 | 400 | 1.80× | 0.23× | 0.90× |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 20 | 10 | 40 | 10 | 0.50× | 2.00× | 2.00× |"),
+            "{table}"
+        );
+        // The sessionless case the base could not run: n/a, no ratio, not compared.
+        assert!(
+            table.contains("| req/s | 100 | n/a | n/a | n/a | — | — | — |"),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "Worse than the base (barrel-mcp@15c34b7) by more than 5% (throughput and \
+                 memory rows): 64 conns, stateful, SSE replies, req/s 0.90×; \
+                 server RSS, 1,000 open sessions, MiB 1.50×; server RSS, per open session, KiB 2.00×. \
+                 Not compared (n/a in either column): 64 conns, 2025-11-25 sessionless, req/s; \
+                 server RSS, idle, anonymous only (RssAnon), MiB."
+            ),
+            "{table}"
+        );
+        // seq1 is 4% worse: within the tolerance, so not listed.
+        assert!(!table.contains("1 conn, sequential, req/s"), "{table}");
+        assert!(!table.contains("barrel-mcp-jwt |"), "{table}");
+        let chart = chart_data(tsv);
+        assert!(
+            chart.contains(
+                "64 conns, stateful, SSE replies\tbarrel-mcp\t90.0\t20.00\n\
+                 64 conns, stateful, SSE replies\tbarrel-mcp@15c34b7\t100.0\t10.00\n"
+            ),
+            "{chart}"
+        );
+    }
+
+    #[test]
+    fn base_summary_none() {
+        let tsv = "barrel-mcp\tsse64\trps=100\n\
+                   barrel-mcp@abc1234\tsse64\trps=100\n";
+        let table = table(tsv);
+        assert!(
+            table.contains("(throughput and memory rows): none.\n"),
+            "{table}"
+        );
+        assert!(!table.contains("Not compared"), "{table}");
+        // Without a base: no base column, ratio or summary.
+        let table = super::table("barrel-mcp\tsse64\trps=100\nrmcp\tsse64\trps=50\n");
+        assert!(!table.contains("base"), "{table}");
     }
 
     #[test]
