@@ -20,8 +20,11 @@
 
 use std::fmt;
 
+mod events;
 #[cfg(feature = "redis")]
 pub mod redis;
+
+pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
 
 /// Why a store could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
