@@ -25,6 +25,8 @@ mod events;
 pub mod redis;
 
 pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
+#[cfg(feature = "redis")]
+pub use self::events::{PublishedEvent, RedisEventStore};
 
 /// Why a store could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,8 +35,12 @@ use super::{NodeTag, StoreError};
 use crate::peer::BoxFuture;
 
 mod memory;
+#[cfg(feature = "redis")]
+mod redis_store;
 
 pub use self::memory::MemoryEventStore;
+#[cfg(feature = "redis")]
+pub use self::redis_store::{PublishedEvent, RedisEventStore};
 
 /// The longest TTL a store applies; longer ones are cut to it (100 years: far beyond any
 /// session, and small enough for every clock and for Redis's millisecond arithmetic).

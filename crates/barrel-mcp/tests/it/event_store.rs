@@ -13,6 +13,9 @@ use barrel_mcp::store::{
 };
 use barrel_mcp::types::RequestId;
 
+#[cfg(feature = "redis")]
+mod redis;
+
 /// Makes a fresh, empty store.
 pub(crate) type Make = Box<dyn Fn() -> BoxFuture<'static, Arc<dyn EventStore>> + Send + Sync>;
 
@@ -131,7 +134,8 @@ macro_rules! event_store_suite {
         )*
     };
 }
-
+#[cfg(feature = "redis")]
+pub(crate) use event_store_suite;
 
 mod memory {
     use super::*;
