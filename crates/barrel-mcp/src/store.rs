@@ -20,8 +20,13 @@
 
 use std::fmt;
 
+mod events;
 #[cfg(feature = "redis")]
 pub mod redis;
+
+pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
+#[cfg(feature = "redis")]
+pub use self::events::{PublishedEvent, RedisEventStore};
 
 /// Why a store could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]

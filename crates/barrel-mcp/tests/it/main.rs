@@ -6,6 +6,7 @@
 
 mod client;
 mod doc_examples;
+mod event_store;
 mod example_headers;
 #[cfg(feature = "host")]
 mod host;

@@ -1,0 +1,267 @@
+//! Where the events of resumable SSE streams live: the [`EventStore`] trait,
+//! [`MemoryEventStore`] (one process, the default) and, with feature `redis`,
+//! `RedisEventStore` (every node of a service).
+//!
+//! A Streamable HTTP session (revisions 2025-03-26 to 2025-11-25) answers each POST on a stream
+//! of its own and has one GET stream, number 0, for messages that belong to no request. Every
+//! event has the id `<stream>.<seq>`; a client that lost its connection sends
+//! `Last-Event-ID` and gets every event after that one again. The store holds those events, so a
+//! stream produced on one node can be resumed on another.
+//!
+//! The contract every store keeps:
+//! - **durable before visible**: [`append`](EventStore::append) returns the event's sequence
+//!   number only once the event is stored; only then may the client see the id;
+//! - **the store numbers events**: per stream, from 1, gap-free, in the order the store applied
+//!   the appends, whoever produced them (the GET stream has several producers: every node with
+//!   a message for the session);
+//! - **bounded**: per stream by [`EventLimits::replay_events`] and
+//!   [`replay_bytes`](EventLimits::replay_bytes) (the oldest events go first; the newest is
+//!   always kept), per session by [`max_streams`](EventLimits::max_streams);
+//! - **everything expires**: an open stream [`session_ttl`](EventLimits::session_ttl) after its
+//!   last event, a finished one [`finished_stream_ttl`](EventLimits::finished_stream_ttl) after
+//!   its last, a session's streams together `session_ttl` after the session's last write;
+//! - **an outage is never "not found"**: a store that cannot answer says
+//!   [`StoreError::Unavailable`]; `None` means the stream is not (or no longer) there.
+//!
+//! Data is stored verbatim: the text of one JSON-RPC message, without SSE framing (the framing,
+//! with the id, is written when the event is sent).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp_types::RequestId;
+
+use super::{NodeTag, StoreError};
+use crate::peer::BoxFuture;
+
+mod memory;
+#[cfg(feature = "redis")]
+mod redis_store;
+
+pub use self::memory::MemoryEventStore;
+#[cfg(feature = "redis")]
+pub use self::redis_store::{PublishedEvent, RedisEventStore};
+
+/// The longest TTL a store applies; longer ones are cut to it (100 years: far beyond any
+/// session, and small enough for every clock and for Redis's millisecond arithmetic).
+const LONGEST_TTL: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The bounds of the event store, passed with every write. Every field has a documented
+/// default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventLimits {
+    /// Events kept per stream for replay; older ones are dropped. Default 128.
+    pub replay_events: usize,
+    /// Bytes of event data kept per stream for replay; the oldest events are dropped to stay
+    /// within it, but the newest event is always kept, however large. Default 1 MiB.
+    pub replay_bytes: usize,
+    /// How long a session's streams live after its last write (an `open` or an `append` to
+    /// any of them), and an open stream's events after its own last event. Default 30 minutes.
+    pub session_ttl: Duration,
+    /// How long a finished stream stays resumable after its last event. Default 60 s.
+    pub finished_stream_ttl: Duration,
+    /// Streams one session may hold at once, its GET stream included. Opening one more first
+    /// forgets expired streams, then the finished streams closest to expiry (never the GET
+    /// stream, never an open one); when every stream is open, the open is refused.
+    /// Default 1,024.
+    pub max_streams: usize,
+}
+
+impl Default for EventLimits {
+    fn default() -> Self {
+        Self {
+            replay_events: 128,
+            replay_bytes: 1 << 20,
+            session_ttl: Duration::from_secs(30 * 60),
+            finished_stream_ttl: Duration::from_secs(60),
+            max_streams: 1_024,
+        }
+    }
+}
+
+impl EventLimits {
+    /// `session_ttl`, within [`LONGEST_TTL`].
+    pub(crate) fn session(&self) -> Duration {
+        self.session_ttl.min(LONGEST_TTL)
+    }
+
+    /// `finished_stream_ttl`, within [`LONGEST_TTL`].
+    pub(crate) fn finished(&self) -> Duration {
+        self.finished_stream_ttl.min(LONGEST_TTL)
+    }
+
+    /// How long a session's records live after its last write: long enough for an open stream
+    /// and for a finished one.
+    pub(crate) fn records(&self) -> Duration {
+        self.session().max(self.finished())
+    }
+}
+
+/// What a stream is: who produces it and what it answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// The node that opened the stream (for the GET stream, the latest to open it).
+    pub producer: NodeTag,
+    /// The request the stream answers; `None` for the GET stream.
+    pub request: Option<RequestId>,
+}
+
+/// How [`EventStore::open`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Opened {
+    /// A new, empty stream.
+    Created,
+    /// The stream was there: its events, numbering and state are kept, its [`StreamInfo`] is
+    /// the one just given, and an open stream's expiry starts again.
+    Existed,
+    /// The session holds [`EventLimits::max_streams`] streams, all open (or the GET stream):
+    /// nothing was opened.
+    Full,
+}
+
+/// What [`EventStore::replay`] found on a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replay {
+    /// The events after the cursor still held, oldest first: (sequence number, data).
+    pub events: Vec<(u64, Arc<str>)>,
+    /// The oldest sequence number still held (`None`: nothing is held). A cursor `after` with
+    /// `after + 1 < first_available` missed events ([`Replay::missed`]).
+    pub first_available: Option<u64>,
+    /// The sequence number of the stream's newest event (0: none yet). A cursor beyond it was
+    /// never issued.
+    pub latest: u64,
+    /// True once the stream's last event (its response) was appended.
+    pub finished: bool,
+    /// Who produces the stream and what it answers.
+    pub info: StreamInfo,
+}
+
+impl Replay {
+    /// True when events after `after` were appended but are no longer held (dropped from the
+    /// window, or expired): the client is to be told its replay is truncated.
+    pub fn missed(&self, after: u64) -> bool {
+        after < self.latest
+            && self
+                .first_available
+                .is_none_or(|first| first > after.saturating_add(1))
+    }
+}
+
+/// Where the events of resumable SSE streams live.
+///
+/// Object-safe: a server holds an `Arc<dyn EventStore>`. Every method is one round trip to a
+/// shared store. Sessions and streams are whatever the caller names them; stream numbers carry
+/// the producing node's [`NodeTag`] (`NodeTag::stream`), so they are unique across nodes.
+pub trait EventStore: Send + Sync + 'static {
+    /// Opens stream `stream` of `session` for appending, with `info`; opening a stream that is
+    /// there keeps its events (see [`Opened`]). Refreshes the session's expiry.
+    fn open<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Opened, StoreError>>;
+
+    /// Appends one event to an open stream and returns its sequence number: the previous one
+    /// plus one, from 1, assigned by the store (gap-free and in the order the store applied
+    /// the appends, even with several producers). Durable before `Ok`: the sequence number may
+    /// be shown to the client only after this returns.
+    ///
+    /// `last`: this is the stream's final event (the response); the stream is then finished
+    /// and expires [`EventLimits::finished_stream_ttl`] later.
+    ///
+    /// `Ok(None)`: no open stream by that number (never opened, finished, expired or
+    /// forgotten); nothing was stored.
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
+
+    /// The events of a stream after `after` (0: from the start), oldest first. `Ok(None)`: no
+    /// such stream (never opened, expired or forgotten).
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> BoxFuture<'a, Result<Option<Replay>, StoreError>>;
+
+    /// Drops every stream of `session` (it ended).
+    fn forget<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+}
+
+/// A shared store is a store: keep an `Arc` to look into the one a server uses.
+impl<T: EventStore + ?Sized> EventStore for Arc<T> {
+    fn open<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Opened, StoreError>> {
+        (**self).open(session, stream, info, limits)
+    }
+
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        (**self).append(session, stream, data, last, limits)
+    }
+
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> BoxFuture<'a, Result<Option<Replay>, StoreError>> {
+        (**self).replay(session, stream, after)
+    }
+
+    fn forget<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).forget(session)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replay(first: Option<u64>, latest: u64) -> Replay {
+        Replay {
+            events: Vec::new(),
+            first_available: first,
+            latest,
+            finished: false,
+            info: StreamInfo {
+                producer: NodeTag::LOCAL,
+                request: None,
+            },
+        }
+    }
+
+    #[test]
+    fn missed_means_appended_and_no_longer_held() {
+        assert!(!replay(None, 0).missed(0), "nothing was appended");
+        assert!(!replay(Some(1), 5).missed(0), "everything is held");
+        assert!(replay(Some(3), 5).missed(0));
+        assert!(replay(Some(3), 5).missed(1));
+        assert!(!replay(Some(3), 5).missed(2));
+        assert!(replay(None, 5).missed(4), "the events expired");
+        assert!(!replay(None, 5).missed(5), "the cursor saw the newest");
+        assert!(
+            !replay(None, 5).missed(9),
+            "a cursor from the future missed nothing"
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! [`RedisEventStore`]: the events of every node's sessions in one Redis (feature `redis`), so
+//! a stream produced on one node can be resumed on another.
+//!
+//! Keys, under the prefix `P` of the [`Redis`] (`{sid}` is a Redis Cluster hash tag: one
+//! session's keys share a slot, and each script touches one slot):
+//!
+//! | key | type | holds | expires |
+//! |---|---|---|---|
+//! | `P:s:{sid}:st` | hash | per stream (field: its number in decimal): state (open, or finished with its end in Redis ms), newest seq, bytes held, producer tag, request id (JSON) | `max(session_ttl, finished_stream_ttl)` after the session's last `open` or `append` |
+//! | `P:s:{sid}:e:<stream>` | stream | one entry per event held, id `0-<seq>`, field `d` = the data | open: `session_ttl` after its last event (the GET stream's also after any append in the session); finished: `finished_stream_ttl` after its last event |
+//!
+//! The channel `P:s:{sid}` gets one message per append: see [`PublishedEvent`].
+//!
+//! Round trips: `open` 1 (a script), `append` 1 (a script: numbering, trimming, expiry and the
+//! publish, atomically, so the channel's order is the store's), `replay` 1 (an atomic
+//! pipeline: the record, the events after the cursor, the count held and Redis's clock),
+//! `forget` 1 (a script). Trimming is exact (`XTRIM MINID`, not `~`): `first_available` is
+//! then exactly what the bounds leave, and the byte bound holds (an approximate trim keeps up
+//! to a whole radix node more). Any Redis failure is [`StoreError::Unavailable`], never "no
+//! such stream".
+
+mod scripts;
+mod stored;
+
+use std::fmt;
+
+use redis::Value;
+
+use self::scripts::Scripts;
+pub use self::stored::PublishedEvent;
+use self::stored::{bytes, decode_events, decode_record, encode_info, integer, time_ms};
+use super::{EventLimits, EventStore, Opened, Replay, StreamInfo};
+use crate::peer::BoxFuture;
+use crate::store::StoreError;
+use crate::store::redis::Redis;
+
+/// The events of every node's sessions in one Redis 7 or later, shared by every node that uses
+/// the same Redis and key prefix.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), barrel_mcp::store::StoreError> {
+/// use barrel_mcp::store::RedisEventStore;
+/// use barrel_mcp::store::redis::{Redis, RedisOptions};
+///
+/// let redis = Redis::connect("redis://127.0.0.1:6379/", RedisOptions::default()).await?;
+/// let events = RedisEventStore::new(redis);
+/// # let _ = events;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Its `Debug` shows the address and prefix, never a password.
+pub struct RedisEventStore {
+    redis: Redis,
+    scripts: Scripts,
+}
+
+impl fmt::Debug for RedisEventStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisEventStore")
+            .field("redis", &self.redis)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisEventStore {
+    /// A store on `redis`, under its prefix.
+    pub fn new(redis: Redis) -> Self {
+        Self {
+            redis,
+            scripts: Scripts::new(),
+        }
+    }
+
+    /// The channel the events appended to `session` are published on: `P:s:{sid}`.
+    pub fn channel(&self, session: &str) -> String {
+        format!("{}:s:{{{session}}}", self.redis.prefix())
+    }
+
+    /// The session's table of streams.
+    fn table(&self, session: &str) -> String {
+        format!("{}:s:{{{session}}}:st", self.redis.prefix())
+    }
+
+    /// What the key of each of the session's streams starts with.
+    fn events_prefix(&self, session: &str) -> String {
+        format!("{}:s:{{{session}}}:e:", self.redis.prefix())
+    }
+
+    async fn open_now(
+        &self,
+        session: &str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &EventLimits,
+    ) -> Result<Opened, StoreError> {
+        let prefix = self.events_prefix(session);
+        let opened: i64 = self
+            .scripts
+            .open
+            .key(self.table(session))
+            .key(format!("{prefix}{stream}"))
+            .arg(stream.to_string())
+            .arg(encode_info(&info)?)
+            .arg(limits.max_streams)
+            .arg(millis(limits.session()))
+            .arg(millis(limits.records()))
+            .arg(prefix)
+            .invoke_async(&mut self.redis.commands())
+            .await
+            .map_err(|e| self.redis.fail(&e))?;
+        match opened {
+            1 => Ok(Opened::Created),
+            2 => Ok(Opened::Existed),
+            0 => Ok(Opened::Full),
+            _ => Err(StoreError::Corrupt(format!(
+                "a stream record of session {session} is unreadable"
+            ))),
+        }
+    }
+
+    async fn append_now(
+        &self,
+        session: &str,
+        stream: u64,
+        data: &str,
+        last: bool,
+        limits: &EventLimits,
+    ) -> Result<Option<u64>, StoreError> {
+        let prefix = self.events_prefix(session);
+        let seq: i64 = self
+            .scripts
+            .append
+            .key(self.table(session))
+            .key(format!("{prefix}{stream}"))
+            .key(format!("{prefix}0"))
+            .arg(stream.to_string())
+            .arg(data)
+            .arg(if last { "1" } else { "0" })
+            .arg(limits.replay_events)
+            .arg(limits.replay_bytes)
+            .arg(millis(limits.session()))
+            .arg(millis(limits.finished()))
+            .arg(millis(limits.records()))
+            .arg(self.channel(session))
+            .invoke_async(&mut self.redis.commands())
+            .await
+            .map_err(|e| self.redis.fail(&e))?;
+        match seq {
+            0 => Ok(None),
+            seq if seq > 0 => Ok(u64::try_from(seq).ok()),
+            _ => Err(StoreError::Corrupt(format!(
+                "stream {stream} of session {session} is unreadable"
+            ))),
+        }
+    }
+
+    async fn replay_now(
+        &self,
+        session: &str,
+        stream: u64,
+        after: u64,
+    ) -> Result<Option<Replay>, StoreError> {
+        let events = format!("{}{stream}", self.events_prefix(session));
+        let replies: Vec<Value> = redis::pipe()
+            .atomic()
+            .cmd("HGET")
+            .arg(self.table(session))
+            .arg(stream.to_string())
+            .cmd("XRANGE")
+            .arg(&events)
+            .arg(format!("(0-{after}"))
+            .arg("+")
+            .cmd("XLEN")
+            .arg(&events)
+            .cmd("TIME")
+            .query_async(&mut self.redis.commands())
+            .await
+            .map_err(|e| self.redis.fail(&e))?;
+        let [record, range, held, now] = replies.as_slice() else {
+            return Err(StoreError::Corrupt(
+                "the event store's replay answer has the wrong shape".into(),
+            ));
+        };
+        let record = match record {
+            Value::Nil => return Ok(None),
+            other => decode_record(bytes(other).unwrap_or_default())?,
+        };
+        let now = time_ms(now)?;
+        if record.finished_until.is_some_and(|until| now >= until) {
+            return Ok(None);
+        }
+        let held = integer(held)
+            .filter(|held| *held <= record.latest)
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "stream {stream} of session {session} holds more events than it numbered"
+                ))
+            })?;
+        let events = decode_events(range, after)?;
+        if events.last().is_some_and(|(seq, _)| *seq > record.latest) {
+            return Err(StoreError::Corrupt(format!(
+                "stream {stream} of session {session} holds events it never numbered"
+            )));
+        }
+        Ok(Some(Replay {
+            events,
+            // Held events are consecutive, up to the newest.
+            first_available: (held > 0).then(|| record.latest - held + 1),
+            latest: record.latest,
+            finished: record.finished_until.is_some(),
+            info: record.info,
+        }))
+    }
+
+    async fn forget_now(&self, session: &str) -> Result<(), StoreError> {
+        let _: i64 = self
+            .scripts
+            .forget
+            .key(self.table(session))
+            .arg(self.events_prefix(session))
+            .invoke_async(&mut self.redis.commands())
+            .await
+            .map_err(|e| self.redis.fail(&e))?;
+        Ok(())
+    }
+}
+
+impl EventStore for RedisEventStore {
+    fn open<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Opened, StoreError>> {
+        Box::pin(self.open_now(session, stream, info, limits))
+    }
+
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(self.append_now(session, stream, data, last, limits))
+    }
+
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> BoxFuture<'a, Result<Option<Replay>, StoreError>> {
+        Box::pin(self.replay_now(session, stream, after))
+    }
+
+    fn forget<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.forget_now(session))
+    }
+}
+
+/// `ttl` in whole milliseconds, at least 1 (`PEXPIRE 0` would delete the key).
+fn millis(ttl: std::time::Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}

@@ -1,0 +1,288 @@
+//! What the Redis event store writes, and reading it back: a stream's record in the session's
+//! table (the format is in `scripts.rs`), the events of a stream, and the payload the append
+//! script publishes. Nothing read from Redis is trusted: what does not parse is
+//! [`StoreError::Corrupt`].
+
+use std::sync::Arc;
+
+use barrel_mcp_types::RequestId;
+use redis::Value;
+
+use crate::store::events::StreamInfo;
+use crate::store::{NodeTag, StoreError};
+
+/// A stream's record, as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Record {
+    /// When a finished stream is gone, in Redis's milliseconds; `None` while open.
+    pub(super) finished_until: Option<u64>,
+    pub(super) latest: u64,
+    pub(super) info: StreamInfo,
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("the event store's {what}"))
+}
+
+/// `<producer>|<request id JSON, or nothing for none>`: the tail of a record.
+pub(super) fn encode_info(info: &StreamInfo) -> Result<String, StoreError> {
+    let request = match &info.request {
+        Some(id) => serde_json::to_string(id).map_err(|_| corrupt("request id did not encode"))?,
+        None => String::new(),
+    };
+    Ok(format!("{}|{request}", info.producer.get()))
+}
+
+/// Reads a record: `<o | d<ms>>|<latest>|<bytes>|<producer>|<request>`.
+pub(super) fn decode_record(text: &[u8]) -> Result<Record, StoreError> {
+    let bad = || corrupt("stream record is unreadable");
+    let text = std::str::from_utf8(text).map_err(|_| bad())?;
+    let mut parts = text.splitn(5, '|');
+    let (Some(state), Some(latest), Some(_bytes), Some(producer), Some(request)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return Err(bad());
+    };
+    let finished_until = match state.strip_prefix('d') {
+        Some(ms) => Some(number(ms).ok_or_else(bad)?),
+        None if state == "o" => None,
+        None => return Err(bad()),
+    };
+    let producer = number(producer)
+        .and_then(|n| u32::try_from(n).ok())
+        .and_then(NodeTag::new)
+        .ok_or_else(bad)?;
+    let request = match request {
+        "" => None,
+        json => Some(serde_json::from_str::<RequestId>(json).map_err(|_| bad())?),
+    };
+    Ok(Record {
+        finished_until,
+        latest: number(latest).ok_or_else(bad)?,
+        info: StreamInfo { producer, request },
+    })
+}
+
+/// A decimal number as Redis and the scripts write it: digits only.
+fn number(text: &str) -> Option<u64> {
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse().ok())
+        .flatten()
+}
+
+/// The bytes of a string reply.
+pub(super) fn bytes(value: &Value) -> Option<&[u8]> {
+    match value {
+        Value::BulkString(bytes) => Some(bytes),
+        Value::SimpleString(text) => Some(text.as_bytes()),
+        Value::VerbatimString { text, .. } => Some(text.as_bytes()),
+        _ => None,
+    }
+}
+
+/// An integer reply (or a string of digits).
+pub(super) fn integer(value: &Value) -> Option<u64> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        other => bytes(other)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(number),
+    }
+}
+
+/// Redis's `TIME` reply, in milliseconds.
+pub(super) fn time_ms(value: &Value) -> Result<u64, StoreError> {
+    let bad = || corrupt("clock reading is unreadable");
+    let Value::Array(parts) = value else {
+        return Err(bad());
+    };
+    let [seconds, micros] = parts.as_slice() else {
+        return Err(bad());
+    };
+    let seconds = integer(seconds).ok_or_else(bad)?;
+    let micros = integer(micros).ok_or_else(bad)?;
+    Ok(seconds.saturating_mul(1000).saturating_add(micros / 1000))
+}
+
+/// The events of an `XRANGE` reply, each after `after` and after the one before it.
+pub(super) fn decode_events(value: &Value, after: u64) -> Result<Vec<(u64, Arc<str>)>, StoreError> {
+    let bad = || corrupt("events are unreadable");
+    let entries = match value {
+        Value::Array(entries) => entries,
+        Value::Nil => return Ok(Vec::new()),
+        _ => return Err(bad()),
+    };
+    let mut events = Vec::with_capacity(entries.len());
+    let mut previous = after;
+    for entry in entries {
+        let Value::Array(pair) = entry else {
+            return Err(bad());
+        };
+        let [id, fields] = pair.as_slice() else {
+            return Err(bad());
+        };
+        let seq = bytes(id)
+            .and_then(|id| std::str::from_utf8(id).ok())
+            .and_then(|id| id.strip_prefix("0-"))
+            .and_then(number)
+            .filter(|seq| *seq > previous)
+            .ok_or_else(bad)?;
+        let data = match fields {
+            Value::Array(fields) => match fields.as_slice() {
+                [name, data] if bytes(name) == Some(b"d") => bytes(data),
+                _ => None,
+            },
+            Value::Map(fields) => match fields.as_slice() {
+                [(name, data)] if bytes(name) == Some(b"d") => bytes(data),
+                _ => None,
+            },
+            _ => None,
+        }
+        .ok_or_else(bad)?;
+        let data = std::str::from_utf8(data).map_err(|_| bad())?;
+        events.push((seq, Arc::from(data)));
+        previous = seq;
+    }
+    Ok(events)
+}
+
+/// One event as the append script publishes it on the session's channel (`P:s:{sid}`), for
+/// nodes tailing a stream produced elsewhere.
+///
+/// The payload is `e <stream> <seq> <last>\n<data>`: the letter `e`, the stream number, the
+/// sequence number and `1` for the stream's last event (else `0`), in decimal, separated by
+/// single spaces, then a line feed and the event's data verbatim (which may hold line feeds of
+/// its own). Other messages on the channel start with another letter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedEvent {
+    /// The stream's number.
+    pub stream: u64,
+    /// The event's sequence number.
+    pub seq: u64,
+    /// True for the stream's last event.
+    pub last: bool,
+    /// The event's data.
+    pub data: String,
+}
+
+impl PublishedEvent {
+    /// Reads a payload from the channel; `None` for anything that is not an event in this
+    /// format.
+    pub fn parse(payload: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(payload).ok()?;
+        let (head, data) = text.split_once('\n')?;
+        let mut words = head.split(' ');
+        let (Some("e"), Some(stream), Some(seq), Some(last), None) = (
+            words.next(),
+            words.next(),
+            words.next(),
+            words.next(),
+            words.next(),
+        ) else {
+            return None;
+        };
+        let last = match last {
+            "0" => false,
+            "1" => true,
+            _ => return None,
+        };
+        Some(Self {
+            stream: number(stream)?,
+            seq: number(seq)?,
+            last,
+            data: data.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_refuse_garbage() {
+        let info = StreamInfo {
+            producer: NodeTag::new(7).unwrap(),
+            request: Some(RequestId::from("a|b")),
+        };
+        let tail = encode_info(&info).unwrap();
+        assert_eq!(tail, "7|\"a|b\"");
+        let open = decode_record(format!("o|5|120|{tail}").as_bytes()).unwrap();
+        assert_eq!(
+            open,
+            Record {
+                finished_until: None,
+                latest: 5,
+                info
+            }
+        );
+        let done = decode_record(b"d1700000000000|9|0|0|").unwrap();
+        assert_eq!(done.finished_until, Some(1_700_000_000_000));
+        assert_eq!(done.info.request, None);
+        for garbage in [
+            &b"x|1|0|0|"[..],
+            b"o|1|0|0",
+            b"o|-1|0|0|",
+            b"o|1|0|16777216|",
+            b"o|1|0|0|{",
+            b"d|1|0|0|",
+            b"o|1|0|0|\xff",
+        ] {
+            assert!(
+                matches!(decode_record(garbage), Err(StoreError::Corrupt(_))),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn published_events_parse_strictly() {
+        let event = PublishedEvent::parse(b"e 4294967297 3 1\n{\"a\":\n1}").unwrap();
+        assert_eq!(event.stream, (1 << 32) + 1);
+        assert_eq!(event.seq, 3);
+        assert!(event.last);
+        assert_eq!(event.data, "{\"a\":\n1}");
+        assert_eq!(PublishedEvent::parse(b"e 1 2 0\n").unwrap().data, "");
+        for bad in [
+            &b"e 1 2 0"[..],
+            b"e 1 2 2\nx",
+            b"e 1 2 0 9\nx",
+            b"s 1 2 0\nx",
+            b"e -1 2 0\nx",
+            b"e 1  0\nx",
+        ] {
+            assert_eq!(PublishedEvent::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn events_decode_in_order_or_not_at_all() {
+        let entry = |id: &str, data: &str| {
+            Value::Array(vec![
+                Value::BulkString(id.as_bytes().to_vec()),
+                Value::Array(vec![
+                    Value::BulkString(b"d".to_vec()),
+                    Value::BulkString(data.as_bytes().to_vec()),
+                ]),
+            ])
+        };
+        let good = Value::Array(vec![entry("0-3", "a"), entry("0-4", "é")]);
+        let events = decode_events(&good, 2).unwrap();
+        assert_eq!(events, vec![(3, Arc::from("a")), (4, Arc::from("é"))]);
+        for bad in [
+            Value::Array(vec![entry("0-4", "a"), entry("0-3", "b")]),
+            Value::Array(vec![entry("0-2", "a")]),
+            Value::Array(vec![entry("1-3", "a")]),
+            Value::Int(1),
+        ] {
+            assert!(matches!(
+                decode_events(&bad, 2),
+                Err(StoreError::Corrupt(_))
+            ));
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! `RedisEventStore` on a real `redis-server`: the shared suite, then what only a shared store
+//! has (two nodes on one Redis, keys that expire in Redis itself, one publish per append, an
+//! outage that is `Unavailable` and never "no such stream", unreadable records that are
+//! `Corrupt`).
+//!
+//! Every store gets a key prefix of its own, so the tests share one server
+//! ([`shared`](crate::support::redis::shared)).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ::redis::AsyncCommands;
+use barrel_mcp::store::redis::{Redis, RedisOptions};
+use barrel_mcp::store::{EventLimits, EventStore, PublishedEvent, RedisEventStore, StoreError};
+
+use super::{GET, Make, append, event_store_suite, get_info, open, post_info};
+use crate::support::redis::{RedisProcess, shared, unique_prefix};
+use crate::support::within;
+
+async fn connect(url: &str, prefix: &str) -> Redis {
+    let options = RedisOptions {
+        prefix: prefix.to_owned(),
+        ..RedisOptions::default()
+    };
+    Redis::connect(url, options)
+        .await
+        .expect("the test server is reachable")
+}
+
+/// A store on the shared server, under `prefix`.
+async fn store_on(prefix: &str) -> RedisEventStore {
+    RedisEventStore::new(connect(&shared().url(), prefix).await)
+}
+
+fn make() -> Make {
+    Box::new(|| {
+        Box::pin(async {
+            Arc::new(store_on(&unique_prefix("events")).await) as Arc<dyn EventStore>
+        })
+    })
+}
+
+event_store_suite!(make);
+
+/// A plain connection to the shared server, for looking at what the store wrote.
+async fn plain() -> ::redis::aio::MultiplexedConnection {
+    ::redis::Client::open(shared().url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// The keys under `prefix` (the test server holds little, so `KEYS` is fine here).
+async fn keys_under(prefix: &str) -> Vec<String> {
+    let mut keys: Vec<String> = plain().await.keys(format!("{prefix}:*")).await.unwrap();
+    keys.sort();
+    keys
+}
+
+fn corrupt<T>(result: &Result<T, StoreError>) -> bool {
+    matches!(result, Err(StoreError::Corrupt(_)))
+}
+
+fn unavailable<T>(result: &Result<T, StoreError>) -> bool {
+    matches!(result, Err(StoreError::Unavailable(_)))
+}
+
+async fn pttl(key: &str) -> i64 {
+    ::redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut plain().await)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn two_nodes_resume_each_others_streams() {
+    within(async {
+        let prefix = unique_prefix("nodes");
+        let a = store_on(&prefix).await;
+        let b = store_on(&prefix).await;
+        let limits = EventLimits::default();
+        let stream = barrel_mcp::store::NodeTag::new(1).unwrap().stream(1);
+        open(&a, "s", stream, post_info(1, 9), &limits).await;
+        open(&a, "s", GET, get_info(), &limits).await;
+        append(&a, "s", stream, "from a", false, &limits).await;
+        // Durable before `append` returned: the other node replays it at once.
+        let got = b.replay("s", stream, 0).await.unwrap().unwrap();
+        assert_eq!(got.events, vec![(1, Arc::from("from a"))]);
+        assert_eq!(got.info, post_info(1, 9));
+        // Both nodes write the GET stream; one numbering.
+        assert_eq!(append(&b, "s", GET, "b1", false, &limits).await, 1);
+        assert_eq!(append(&a, "s", GET, "a1", false, &limits).await, 2);
+        assert_eq!(
+            append(&b, "s", stream, "b's answer", true, &limits).await,
+            2
+        );
+        assert!(a.replay("s", stream, 1).await.unwrap().unwrap().finished);
+        // Another prefix is another store.
+        let elsewhere = store_on(&unique_prefix("nodes")).await;
+        assert_eq!(elsewhere.replay("s", stream, 0).await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn every_key_expires_and_forget_leaves_none() {
+    within(async {
+        let prefix = unique_prefix("ttl");
+        let store = store_on(&prefix).await;
+        let limits = EventLimits {
+            session_ttl: Duration::from_secs(600),
+            finished_stream_ttl: Duration::from_secs(30),
+            replay_events: 2,
+            ..EventLimits::default()
+        };
+        open(&store, "s", GET, get_info(), &limits).await;
+        open(&store, "s", 1, post_info(0, 1), &limits).await;
+        open(&store, "s", 2, post_info(0, 2), &limits).await;
+        open(&store, "s", 3, post_info(0, 3), &limits).await;
+        append(&store, "s", GET, "g", false, &limits).await;
+        for n in 0..4 {
+            append(&store, "s", 1, &format!("e{n}"), false, &limits).await;
+        }
+        append(&store, "s", 2, "answer", true, &limits).await;
+        let keys = keys_under(&prefix).await;
+        let expected = [
+            format!("{prefix}:s:{{s}}:e:0"),
+            format!("{prefix}:s:{{s}}:e:1"),
+            format!("{prefix}:s:{{s}}:e:2"),
+            format!("{prefix}:s:{{s}}:st"),
+        ];
+        assert_eq!(keys, expected, "stream 3 holds no event, so no key");
+        for key in &keys {
+            let ttl = pttl(key).await;
+            assert!(ttl > 0, "{key} has no TTL ({ttl})");
+            assert!(ttl <= 600_000, "{key}: {ttl}");
+        }
+        // The finished stream's key: at most the finished TTL.
+        let finished = pttl(&format!("{prefix}:s:{{s}}:e:2")).await;
+        assert!(finished <= 30_000, "{finished}");
+        assert!(pttl(&format!("{prefix}:s:{{s}}:e:1")).await > 30_000);
+        // Trimming is exact.
+        let held: usize = ::redis::cmd("XLEN")
+            .arg(format!("{prefix}:s:{{s}}:e:1"))
+            .query_async(&mut plain().await)
+            .await
+            .unwrap();
+        assert_eq!(held, 2);
+        store.forget("s").await.unwrap();
+        assert_eq!(keys_under(&prefix).await, Vec::<String>::new());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn each_append_publishes_once_on_the_session_channel() {
+    within(async {
+        let prefix = unique_prefix("publish");
+        let store = store_on(&prefix).await;
+        let limits = EventLimits::default();
+        let channel = store.channel("s");
+        assert_eq!(channel, format!("{prefix}:s:{{s}}"));
+        // A RESP3 connection whose pushes land in a channel of ours.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = ::redis::Client::open(format!("{}?protocol=resp3", shared().url())).unwrap();
+        let config = ::redis::AsyncConnectionConfig::new().set_push_sender(tx);
+        let mut subscriber = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .unwrap();
+        subscriber.subscribe(&channel).await.unwrap();
+        let stream = barrel_mcp::store::NodeTag::new(5).unwrap().stream(3);
+        open(&store, "s", stream, post_info(5, 1), &limits).await;
+        open(&store, "s", GET, get_info(), &limits).await;
+        open(&store, "other", GET, get_info(), &limits).await;
+        append(&store, "s", stream, "line\nbreak", false, &limits).await;
+        append(&store, "other", GET, "elsewhere", false, &limits).await;
+        append(&store, "s", GET, "{\"n\":1}", false, &limits).await;
+        append(&store, "s", stream, "answer", true, &limits).await;
+        // Refused appends publish nothing.
+        assert_eq!(
+            store
+                .append("s", stream, "late", false, &limits)
+                .await
+                .unwrap(),
+            None
+        );
+        let mut published = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while published.len() < 3 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let push = tokio::time::timeout(left, rx.recv())
+                .await
+                .expect("the publishes arrive")
+                .unwrap();
+            if push.kind != ::redis::PushKind::Message {
+                continue;
+            }
+            let [from, payload] = push.data.as_slice() else {
+                panic!("{push:?}");
+            };
+            assert_eq!(
+                from,
+                &::redis::Value::BulkString(channel.clone().into_bytes())
+            );
+            let ::redis::Value::BulkString(payload) = payload else {
+                panic!("{payload:?}");
+            };
+            published.push(PublishedEvent::parse(payload).expect("an event payload"));
+        }
+        let event = |stream, seq, last, data: &str| PublishedEvent {
+            stream,
+            seq,
+            last,
+            data: data.to_owned(),
+        };
+        assert_eq!(
+            published,
+            [
+                event(stream, 1, false, "line\nbreak"),
+                event(GET, 1, false, "{\"n\":1}"),
+                event(stream, 2, true, "answer"),
+            ]
+        );
+        // Exactly one per append: nothing more comes.
+        let more = tokio::time::timeout(Duration::from_millis(100), async {
+            loop {
+                match rx.recv().await {
+                    Some(push) if push.kind == ::redis::PushKind::Message => return push,
+                    Some(_) => {}
+                    None => std::future::pending().await,
+                }
+            }
+        })
+        .await;
+        assert!(more.is_err(), "{more:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn unreadable_records_are_corrupt() {
+    within(async {
+        let prefix = unique_prefix("corrupt");
+        let store = store_on(&prefix).await;
+        let limits = EventLimits::default();
+        open(&store, "s", 1, post_info(0, 1), &limits).await;
+        append(&store, "s", 1, "ok", false, &limits).await;
+        let table = format!("{prefix}:s:{{s}}:st");
+        let mut redis = plain().await;
+        let _: () = redis.hset(&table, "1", "garbage").await.unwrap();
+        let replayed = store.replay("s", 1, 0).await;
+        assert!(corrupt(&replayed), "{replayed:?}");
+        let appended = store.append("s", 1, "x", false, &limits).await;
+        assert!(corrupt(&appended), "{appended:?}");
+        let opened = store.open("s", 1, post_info(0, 1), &limits).await;
+        assert!(corrupt(&opened), "{opened:?}");
+        // A record that numbers fewer events than its stream holds.
+        let _: () = redis.hset(&table, "1", "o|0|2|0|").await.unwrap();
+        let replayed = store.replay("s", 1, 0).await;
+        assert!(corrupt(&replayed), "{replayed:?}");
+        // Events that are not ours.
+        let events = format!("{prefix}:s:{{s}}:e:1");
+        let _: () = redis.hset(&table, "1", "o|5|2|0|").await.unwrap();
+        let _: String = ::redis::cmd("XADD")
+            .arg(&events)
+            .arg("0-5")
+            .arg("x")
+            .arg("y")
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+        let replayed = store.replay("s", 1, 0).await;
+        assert!(corrupt(&replayed), "{replayed:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn redis_down_is_unavailable_not_unknown() {
+    within(async {
+        let mut server = RedisProcess::start(&[]);
+        let store = RedisEventStore::new(connect(&server.url(), &unique_prefix("down")).await);
+        let limits = EventLimits::default();
+        open(&store, "s", 1, post_info(0, 1), &limits).await;
+        append(&store, "s", 1, "kept", false, &limits).await;
+        server.kill();
+        assert!(!server.answers_ping());
+        let started = Instant::now();
+        let replayed = store.replay("s", 1, 0).await;
+        assert!(unavailable(&replayed), "{replayed:?}");
+        let appended = store.append("s", 1, "x", false, &limits).await;
+        assert!(unavailable(&appended), "{appended:?}");
+        let opened = store.open("s", 2, post_info(0, 2), &limits).await;
+        assert!(unavailable(&opened), "{opened:?}");
+        let forgotten = store.forget("s").await;
+        assert!(unavailable(&forgotten), "{forgotten:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "took {:?}",
+            started.elapsed()
+        );
+        // Redis comes back (empty): the same store serves again.
+        server.restart();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match store.open("s", 1, post_info(0, 1), &limits).await {
+                Ok(_) => break,
+                Err(StoreError::Unavailable(_)) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                other => panic!("no recovery: {other:?}"),
+            }
+        }
+        assert_eq!(append(&store, "s", 1, "fresh", false, &limits).await, 1);
+    })
+    .await;
+}
