@@ -23,6 +23,13 @@ use std::fmt;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+pub mod bus;
+#[cfg(feature = "redis")]
+pub use bus::RedisBus;
+pub use bus::{
+    Bus, BusOptions, Delivery, Directed, Inbox, LocalBus, LocalHub, Subscription, Topic,
+};
+
 /// Why a store could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
