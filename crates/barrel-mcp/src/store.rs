@@ -20,10 +20,16 @@
 
 use std::fmt;
 
+mod bus;
 mod events;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+pub use self::bus::{
+    Bus, BusOptions, Delivery, Directed, Inbox, LocalBus, LocalHub, Subscription, Topic,
+};
+#[cfg(feature = "redis")]
+pub use self::bus::RedisBus;
 pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
 #[cfg(feature = "redis")]
 pub use self::events::{PublishedEvent, RedisEventStore};

@@ -4,6 +4,7 @@
 //! speak raw JSON lines or raw messages to a peer under test, and (feature `redis`) a real
 //! `redis-server`. `task_store` runs one store suite against every task store.
 
+mod bus;
 mod client;
 mod doc_examples;
 mod event_store;

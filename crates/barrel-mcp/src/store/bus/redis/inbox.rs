@@ -1,0 +1,407 @@
+//! Directed messages on Redis: each node's inbox is a stream, `P:n:{tag}`.
+//!
+//! - `SEND` appends a message to the target's inbox, in one atomic script, only if the target
+//!   is a member (a gone node gets nothing, and the sender hears so) and its inbox holds fewer
+//!   than `inbox_capacity` unread messages (beyond, the sender hears "full" rather than a
+//!   message being trimmed away unseen); it renews the inbox's expiry. A failed attempt is
+//!   retried with the same message id.
+//! - The reader, on a connection of its own (a blocking read would stall every command behind
+//!   it on the shared one), loops on `XREAD BLOCK`, resumes after the last entry it read when
+//!   it reconnects, hands the messages to the [`Inbox`](crate::store::bus::Inbox) (waiting
+//!   while it is full: unread messages stay in Redis), drops ids it has seen, and trims what it
+//!   handed over. When the node's tag changes, it reads the new tag's inbox from its start.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Script, Value};
+use tokio::sync::mpsc;
+
+use super::Shared;
+use super::node::millis;
+use crate::store::bus::{Bytes, Directed};
+use crate::store::{NodeTag, StoreError};
+
+/// Entries one read takes at most.
+const READ_BATCH: usize = 256;
+/// Messages read from Redis that wait for the inbox's reader (more wait in Redis).
+pub(super) const DELIVERY_BUFFER: usize = 64;
+/// The first pause before reconnecting (doubling up to the Redis options' longest).
+const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(50);
+
+/// `SEND` (keys: the target's membership and inbox; args: message id, sender tag, body,
+/// capacity, inbox ttl ms). Returns 1 when sent, 0 when the target is not a member, -1 when its
+/// inbox is full.
+static SEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
+redis.call('XADD', KEYS[2], '*', 'i', ARGV[1], 'f', ARGV[2], 'b', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return 1
+",
+    )
+});
+
+/// Sends message `id` with `body` to node `to`: `Ok(false)` when `to` is not a member.
+pub(super) async fn send(
+    shared: &Shared,
+    to: NodeTag,
+    id: &str,
+    body: &[u8],
+) -> Result<bool, StoreError> {
+    let attempts = shared.options.send_attempts.max(1);
+    let mut failure = StoreError::Unavailable("the message was not sent".into());
+    for attempt in 0..attempts {
+        if attempt > 0 {
+            // The connection manager reconnects meanwhile.
+            tokio::time::sleep(Duration::from_millis(25 << attempt.min(4))).await;
+        }
+        let from = *shared.tag.borrow();
+        let sent: Result<i64, _> = SEND
+            .key(shared.keys.node(to))
+            .key(shared.keys.inbox(to))
+            .arg(id)
+            .arg(from.get())
+            .arg(body)
+            .arg(shared.options.inbox_capacity)
+            .arg(millis(shared.options.inbox_ttl))
+            .invoke_async(&mut shared.redis.commands())
+            .await;
+        match sent {
+            Ok(1) => return Ok(true),
+            Ok(0) => return Ok(false),
+            Ok(-1) => {
+                return Err(StoreError::Unavailable(format!(
+                    "the inbox of node {to} is full"
+                )));
+            }
+            Ok(other) => {
+                return Err(StoreError::Corrupt(format!(
+                    "unexpected answer {other} from the send script"
+                )));
+            }
+            Err(error) => failure = shared.redis.fail(&error),
+        }
+    }
+    Err(failure)
+}
+
+/// Opens the reader's own connection.
+pub(super) async fn connect(shared: &Shared) -> Result<MultiplexedConnection, StoreError> {
+    let options = shared.redis.options();
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(options.connection_timeout))
+        .set_response_timeout(Some(shared.options.inbox_block + options.response_timeout));
+    let made = shared
+        .redis
+        .client()
+        .get_multiplexed_async_connection_with_config(&config);
+    match tokio::time::timeout(options.connection_timeout, made).await {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(error)) => Err(shared.redis.fail(&error)),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "the inbox connection was not made within {:?}",
+            options.connection_timeout
+        ))),
+    }
+}
+
+/// The ids of the latest messages, to drop repeats: at most `window` of them.
+struct Recent {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+    window: usize,
+}
+
+impl Recent {
+    fn new(window: usize) -> Self {
+        Self {
+            ids: HashSet::new(),
+            order: VecDeque::new(),
+            window: window.max(1),
+        }
+    }
+
+    /// True the first time `id` is seen (within the window).
+    fn first(&mut self, id: &str) -> bool {
+        if self.ids.contains(id) {
+            return false;
+        }
+        self.ids.insert(id.to_owned());
+        self.order.push_back(id.to_owned());
+        if self.order.len() > self.window
+            && let Some(old) = self.order.pop_front()
+        {
+            self.ids.remove(&old);
+        }
+        true
+    }
+}
+
+/// One entry of the inbox stream: its stream id, and the message if it is readable.
+struct Entry {
+    id: String,
+    message: Option<Directed>,
+}
+
+/// The reader task: from `first` (then new connections) to `deliver`, until the bus stops.
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    first: MultiplexedConnection,
+    deliver: mpsc::Sender<Directed>,
+) {
+    let mut tags = shared.tag.subscribe();
+    let mut tag = *tags.borrow_and_update();
+    let mut after = "0-0".to_owned();
+    let mut recent = Recent::new(shared.options.dedup_window);
+    let mut connection = Some(first);
+    let mut delay = FIRST_RECONNECT_DELAY;
+    let longest = shared
+        .redis
+        .options()
+        .max_reconnect_delay
+        .max(FIRST_RECONNECT_DELAY);
+    loop {
+        if tags.has_changed().unwrap_or(false) {
+            tag = *tags.borrow_and_update();
+            after = "0-0".to_owned();
+        }
+        let mut reader = match connection.take() {
+            Some(reader) => reader,
+            None => {
+                let made = tokio::select! {
+                    biased;
+                    () = shared.stop.cancelled() => return,
+                    made = connect(&shared) => made,
+                };
+                match made {
+                    Ok(reader) => reader,
+                    Err(error) => {
+                        tracing::debug!(%error, "the bus could not reconnect its inbox");
+                        if !pause(&shared, delay).await {
+                            return;
+                        }
+                        delay = (delay * 2).min(longest);
+                        continue;
+                    }
+                }
+            }
+        };
+        let key = shared.keys.inbox(tag);
+        let read = tokio::select! {
+            biased;
+            () = shared.stop.cancelled() => return,
+            read = read(&shared, &mut reader, &key, &after) => read,
+        };
+        let entries = match read {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::debug!(%error, "reading the bus inbox failed");
+                if !pause(&shared, delay).await {
+                    return;
+                }
+                delay = (delay * 2).min(longest);
+                if matches!(error, StoreError::Corrupt(_)) {
+                    connection = Some(reader);
+                }
+                continue;
+            }
+        };
+        delay = FIRST_RECONNECT_DELAY;
+        let read_any = !entries.is_empty();
+        for entry in entries {
+            after = entry.id;
+            let Some(message) = entry.message else {
+                tracing::warn!(stream_id = %after, "an unreadable message in the bus inbox, skipped");
+                continue;
+            };
+            if !recent.first(&message.id) {
+                continue;
+            }
+            tokio::select! {
+                biased;
+                () = shared.stop.cancelled() => return,
+                // A dropped inbox reads nothing: the message is discarded.
+                _ = deliver.send(message) => {}
+            }
+        }
+        if read_any {
+            let trimmed: Result<i64, _> = redis::cmd("XTRIM")
+                .arg(&key)
+                .arg("MINID")
+                .arg(&after)
+                .query_async(&mut reader)
+                .await;
+            if let Err(error) = trimmed {
+                tracing::debug!(%error, "trimming the bus inbox failed");
+            }
+        }
+        connection = Some(reader);
+    }
+}
+
+/// Waits `delay` unless the bus stops first (then false).
+async fn pause(shared: &Shared, delay: Duration) -> bool {
+    tokio::select! {
+        biased;
+        () = shared.stop.cancelled() => false,
+        () = tokio::time::sleep(delay) => true,
+    }
+}
+
+/// The entries of `key` after stream id `after`, waiting up to `inbox_block` for one.
+async fn read(
+    shared: &Shared,
+    reader: &mut MultiplexedConnection,
+    key: &str,
+    after: &str,
+) -> Result<Vec<Entry>, StoreError> {
+    let reply: Value = redis::cmd("XREAD")
+        .arg("COUNT")
+        .arg(READ_BATCH)
+        .arg("BLOCK")
+        .arg(millis(shared.options.inbox_block))
+        .arg("STREAMS")
+        .arg(key)
+        .arg(after)
+        .query_async(reader)
+        .await
+        .map_err(|e| shared.redis.fail(&e))?;
+    parse(reply).ok_or_else(|| StoreError::Corrupt("an unreadable XREAD reply".into()))
+}
+
+/// The entries of an `XREAD` reply on one stream (RESP2 or RESP3); `None` if it has another
+/// shape.
+fn parse(reply: Value) -> Option<Vec<Entry>> {
+    let stream = match reply {
+        Value::Nil => return Some(Vec::new()),
+        Value::Array(streams) => match streams.into_iter().next()? {
+            Value::Array(pair) => pair.into_iter().nth(1)?,
+            _ => return None,
+        },
+        Value::Map(streams) => streams.into_iter().next()?.1,
+        _ => return None,
+    };
+    let Value::Array(entries) = stream else {
+        return None;
+    };
+    entries.into_iter().map(entry).collect()
+}
+
+/// One stream entry: `[id, [field, value, ...]]`.
+fn entry(value: Value) -> Option<Entry> {
+    let Value::Array(parts) = value else {
+        return None;
+    };
+    let mut parts = parts.into_iter();
+    let id = text(parts.next()?)?;
+    let fields: Vec<(Value, Value)> = match parts.next()? {
+        Value::Array(flat) => {
+            let mut flat = flat.into_iter();
+            let mut pairs = Vec::new();
+            while let (Some(k), Some(v)) = (flat.next(), flat.next()) {
+                pairs.push((k, v));
+            }
+            pairs
+        }
+        Value::Map(pairs) => pairs,
+        _ => return None,
+    };
+    Some(Entry {
+        id,
+        message: message(fields),
+    })
+}
+
+/// The message in an entry's fields: `i` (id), `f` (sender tag), `b` (body).
+fn message(fields: Vec<(Value, Value)>) -> Option<Directed> {
+    let (mut id, mut from, mut body) = (None, None, None);
+    for (field, value) in fields {
+        match text(field)?.as_str() {
+            "i" => id = text(value),
+            "f" => from = text(value)?.parse::<u32>().ok().and_then(NodeTag::new),
+            "b" => {
+                body = match value {
+                    Value::BulkString(bytes) => Some(Bytes::from(bytes)),
+                    _ => None,
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(Directed {
+        id: id?,
+        from: from?,
+        body: body?,
+    })
+}
+
+fn text(value: Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
+        Value::SimpleString(text) => Some(text),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn repeats_are_dropped_within_the_window() {
+        let mut recent = Recent::new(2);
+        assert!(recent.first("a"));
+        assert!(!recent.first("a"));
+        assert!(recent.first("b"));
+        assert!(recent.first("c"));
+        // "a" left the window.
+        assert!(recent.first("a"));
+        assert!(recent.ids.len() <= 2 && recent.order.len() <= 2);
+    }
+
+    #[test]
+    fn xread_replies_of_both_protocols() {
+        let fields = Value::Array(vec![
+            bulk("i"),
+            bulk("m1"),
+            bulk("f"),
+            bulk("7"),
+            bulk("b"),
+            bulk("hi"),
+        ]);
+        let entries = Value::Array(vec![Value::Array(vec![bulk("1-0"), fields])]);
+        let resp2 = Value::Array(vec![Value::Array(vec![bulk("mcp:n:{7}"), entries.clone()])]);
+        let resp3 = Value::Map(vec![(bulk("mcp:n:{7}"), entries)]);
+        for reply in [resp2, resp3] {
+            let parsed = parse(reply).unwrap();
+            assert_eq!(parsed.len(), 1);
+            assert_eq!(parsed[0].id, "1-0");
+            let message = parsed[0].message.clone().unwrap();
+            assert_eq!(message.id, "m1");
+            assert_eq!(message.from, NodeTag::new(7).unwrap());
+            assert_eq!(&message.body[..], b"hi");
+        }
+        assert_eq!(parse(Value::Nil).unwrap().len(), 0);
+        assert!(parse(Value::Int(3)).is_none());
+        // A foreign entry is skipped, not fatal.
+        let foreign = Value::Array(vec![Value::Array(vec![
+            bulk("mcp:n:{7}"),
+            Value::Array(vec![Value::Array(vec![
+                bulk("2-0"),
+                Value::Array(vec![bulk("f"), bulk("x")]),
+            ])]),
+        ])]);
+        let parsed = parse(foreign).unwrap();
+        assert_eq!(parsed[0].id, "2-0");
+        assert!(parsed[0].message.is_none());
+    }
+}

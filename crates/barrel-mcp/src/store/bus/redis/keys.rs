@@ -1,0 +1,86 @@
+//! The keys and channels of the Redis bus, under a prefix `P` (default `mcp`):
+//!
+//! | key or channel | type | holds | expires |
+//! |---|---|---|---|
+//! | `P:nodes:next` | string | the last node tag issued (`INCR`) | `tag_counter_ttl` (7 days) after the last heartbeat of any node |
+//! | `P:node:{tag}` | string | the membership of the node holding `tag`: `{"i": instance id, "n": name, "t": start ms}` | `heartbeat_expiry` (3 s), renewed every `heartbeat_interval` (1 s); deleted when the node stops |
+//! | `P:n:{tag}` | stream | the node's inbox: entries `i` (message id), `f` (sender tag), `b` (body); read entries are trimmed | `inbox_ttl` (60 s) after the last send or heartbeat; deleted when the node stops |
+//! | `P:b` | channel | registry broadcasts | — |
+//! | `P:bs:{sid}` | channel | broadcasts about session `sid` | — |
+//! | `P:bt:{tid}` | channel | broadcasts about task `tid` | — |
+//!
+//! `{…}` is a Redis Cluster hash tag: a node's membership and inbox share a slot.
+
+use crate::store::NodeTag;
+use crate::store::bus::Topic;
+
+/// The key and channel names of one bus.
+#[derive(Debug, Clone)]
+pub(super) struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    pub(super) fn new(prefix: &str) -> Self {
+        Self {
+            prefix: prefix.to_owned(),
+        }
+    }
+
+    pub(super) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The counter node tags are issued from.
+    pub(super) fn counter(&self) -> String {
+        format!("{}:nodes:next", self.prefix)
+    }
+
+    /// The membership of the node with `tag`.
+    pub(super) fn node(&self, tag: NodeTag) -> String {
+        format!("{}{{{tag}}}", self.node_stem())
+    }
+
+    /// What [`node`](Self::node) puts before `{tag}` (scripts that pick tags build keys).
+    pub(super) fn node_stem(&self) -> String {
+        format!("{}:node:", self.prefix)
+    }
+
+    /// The inbox of the node with `tag`.
+    pub(super) fn inbox(&self, tag: NodeTag) -> String {
+        format!("{}{{{tag}}}", self.inbox_stem())
+    }
+
+    /// What [`inbox`](Self::inbox) puts before `{tag}`.
+    pub(super) fn inbox_stem(&self) -> String {
+        format!("{}:n:", self.prefix)
+    }
+
+    /// The channel of `topic`.
+    pub(super) fn channel(&self, topic: &Topic) -> String {
+        match topic {
+            Topic::Registry => format!("{}:b", self.prefix),
+            Topic::Session(sid) => format!("{}:bs:{{{sid}}}", self.prefix),
+            Topic::Task(tid) => format!("{}:bt:{{{tid}}}", self.prefix),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        let keys = Keys::new("mcp");
+        let tag = NodeTag::new(7).unwrap();
+        assert_eq!(keys.counter(), "mcp:nodes:next");
+        assert_eq!(keys.node(tag), "mcp:node:{7}");
+        assert_eq!(keys.inbox(tag), "mcp:n:{7}");
+        assert!(keys.node(tag).starts_with(&keys.node_stem()));
+        assert!(keys.inbox(tag).starts_with(&keys.inbox_stem()));
+        assert_eq!(keys.channel(&Topic::Registry), "mcp:b");
+        assert_eq!(keys.channel(&Topic::Session("s1".into())), "mcp:bs:{s1}");
+        assert_eq!(keys.channel(&Topic::Task("t1".into())), "mcp:bt:{t1}");
+    }
+}

@@ -1,0 +1,187 @@
+//! Membership: a node's tag and the heartbeat that keeps it.
+//!
+//! - `CLAIM` issues a tag: `INCR P:nodes:next` (from 1; past [`NodeTag::MAX`] it starts at 1
+//!   again), then `SET P:node:{tag} NX`: a tag some live node holds is skipped, so two live
+//!   nodes never share one, even after the counter was lost. The new node's inbox starts empty.
+//! - `BEAT` renews the membership if it is missing or this instance's, and reports a conflict
+//!   otherwise: another instance took the tag (Redis lost its data, the counter restarted, and
+//!   a new node got this tag while this one could not renew). The node then claims a new tag and
+//!   announces it on [`Bus::node_changes`](crate::store::bus::Bus::node_changes). Each beat also
+//!   keeps the counter at least at this node's tag (so a restarted counter skips past the live
+//!   nodes), and renews the counter's and the inbox's expiry.
+//! - `LEAVE` deletes the membership and the inbox if they are still this instance's, when the
+//!   bus stops: the node is at once no longer alive.
+
+use std::sync::Arc;
+use std::sync::LazyLock;
+
+use redis::Script;
+
+use super::Shared;
+use crate::store::{NodeTag, StoreError};
+
+/// How many tags one claim tries before it gives up (each is taken only by a live node).
+const CLAIM_ATTEMPTS: u32 = 64;
+
+/// `CLAIM` (keys: counter; args: node stem, inbox stem, record, expiry ms, counter ttl ms,
+/// largest tag, attempts). Returns the tag, or 0 when every tag tried is held.
+static CLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local last = tonumber(ARGV[6])
+for _ = 1, tonumber(ARGV[7]) do
+  local tag = redis.call('INCR', KEYS[1])
+  if tag > last or tag < 1 then
+    tag = 1
+    redis.call('SET', KEYS[1], 1)
+  end
+  if redis.call('SET', ARGV[1] .. '{' .. tag .. '}', ARGV[3], 'NX', 'PX', ARGV[4]) then
+    redis.call('DEL', ARGV[2] .. '{' .. tag .. '}')
+    redis.call('PEXPIRE', KEYS[1], ARGV[5])
+    return tag
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 0
+",
+    )
+});
+
+/// `BEAT` (keys: membership, counter, inbox; args: record, expiry ms, counter ttl ms, inbox
+/// ttl ms, tag). Returns 1 when renewed, 0 when another instance holds the tag.
+static BEAT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
+if counter == nil or counter < tonumber(ARGV[5]) then
+  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[3])
+else
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1
+",
+    )
+});
+
+/// `LEAVE` (keys: membership, inbox; args: record). Deletes both if the membership is this
+/// instance's; returns 1 then, else 0.
+static LEAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// Claims a free tag for this instance.
+pub(super) async fn claim(shared: &Shared) -> Result<NodeTag, StoreError> {
+    let options = &shared.options;
+    let tag: i64 = CLAIM
+        .key(shared.keys.counter())
+        .arg(shared.keys.node_stem())
+        .arg(shared.keys.inbox_stem())
+        .arg(&shared.record)
+        .arg(millis(options.heartbeat_expiry))
+        .arg(millis(options.tag_counter_ttl))
+        .arg(NodeTag::MAX)
+        .arg(CLAIM_ATTEMPTS)
+        .invoke_async(&mut shared.redis.commands())
+        .await
+        .map_err(|e| shared.redis.fail(&e))?;
+    if tag == 0 {
+        return Err(StoreError::Unavailable(format!(
+            "no free node tag among {CLAIM_ATTEMPTS} tried"
+        )));
+    }
+    u32::try_from(tag)
+        .ok()
+        .and_then(NodeTag::new)
+        .ok_or_else(|| StoreError::Corrupt(format!("the node tag counter gave {tag}")))
+}
+
+/// Renews the membership of `tag`: `Ok(false)` when another instance holds it.
+async fn beat(shared: &Shared, tag: NodeTag) -> Result<bool, StoreError> {
+    let options = &shared.options;
+    let renewed: i64 = BEAT
+        .key(shared.keys.node(tag))
+        .key(shared.keys.counter())
+        .key(shared.keys.inbox(tag))
+        .arg(&shared.record)
+        .arg(millis(options.heartbeat_expiry))
+        .arg(millis(options.tag_counter_ttl))
+        .arg(millis(options.inbox_ttl))
+        .arg(tag.get())
+        .invoke_async(&mut shared.redis.commands())
+        .await
+        .map_err(|e| shared.redis.fail(&e))?;
+    Ok(renewed == 1)
+}
+
+/// Gives up the membership of `tag` (and its inbox) if it is still this instance's.
+pub(super) async fn leave(shared: &Shared, tag: NodeTag) -> Result<(), StoreError> {
+    let _: i64 = LEAVE
+        .key(shared.keys.node(tag))
+        .key(shared.keys.inbox(tag))
+        .arg(&shared.record)
+        .invoke_async(&mut shared.redis.commands())
+        .await
+        .map_err(|e| shared.redis.fail(&e))?;
+    Ok(())
+}
+
+/// The heartbeat task: renews the membership every `heartbeat_interval`, takes a new tag on a
+/// conflict, and leaves when the bus stops.
+pub(super) async fn run(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(shared.options.heartbeat_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is now: the claim just wrote the membership.
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            biased;
+            () = shared.stop.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        let tag = *shared.tag.borrow();
+        match beat(&shared, tag).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(
+                    node = %tag,
+                    "another bus instance holds this node's tag (Redis lost its data?); \
+                     taking a new one"
+                );
+                match claim(&shared).await {
+                    Ok(fresh) => {
+                        tracing::warn!(old = %tag, new = %fresh, "this node has a new tag");
+                        shared.tag.send_replace(fresh);
+                    }
+                    Err(error) => tracing::warn!(%error, "claiming a new node tag failed"),
+                }
+            }
+            Err(error) => tracing::debug!(node = %tag, %error, "a heartbeat failed"),
+        }
+    }
+    let tag = *shared.tag.borrow();
+    let bound = shared.redis.options().response_timeout;
+    match tokio::time::timeout(bound, leave(&shared, tag)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::debug!(node = %tag, %error, "leaving the bus failed"),
+        Err(_) => tracing::debug!(node = %tag, "leaving the bus timed out"),
+    }
+}
+
+/// `duration` in whole milliseconds, at least 1 (Redis refuses `PX 0`).
+pub(super) fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}

@@ -1,0 +1,480 @@
+//! `RedisBus` on a real `redis-server`: the shared suite on two buses (two nodes of one
+//! service), then what only Redis has: tags from a counter, a pub/sub connection that is
+//! killed and comes back, a heartbeat conflict, repeats in the inbox, keys that all expire,
+//! and background tasks and connections that end with the bus.
+//!
+//! Each pair gets a key prefix of its own on the shared server; tests that kill connections
+//! or count them run on a server of their own.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use barrel_mcp::store::redis::{Redis, RedisOptions};
+use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Topic};
+use bytes::Bytes;
+
+use super::{Make, Pair, bus_suite, message, next, quick};
+use crate::support::redis::{RedisProcess, shared, unique_prefix};
+use crate::support::within;
+
+/// A connection to `url` under `prefix`.
+async fn connect(url: &str, prefix: &str) -> Redis {
+    let options = RedisOptions {
+        prefix: prefix.to_owned(),
+        ..RedisOptions::default()
+    };
+    Redis::connect(url, options)
+        .await
+        .expect("the test server is reachable")
+}
+
+/// A bus on `url` under `prefix`, as one node.
+async fn node(url: &str, prefix: &str, options: BusOptions) -> RedisBus {
+    RedisBus::start(connect(url, prefix).await, options)
+        .await
+        .expect("the bus starts")
+}
+
+fn make() -> Make {
+    Box::new(|options| {
+        Box::pin(async move {
+            let url = shared().url();
+            let prefix = unique_prefix("bus");
+            let a = node(&url, &prefix, options.clone()).await;
+            let b = node(&url, &prefix, options).await;
+            Pair {
+                a: Arc::new(a),
+                b: Arc::new(b),
+            }
+        })
+    })
+}
+
+bus_suite!(make);
+
+/// A plain connection for the test's own commands.
+async fn plain(url: &str) -> ::redis::aio::MultiplexedConnection {
+    ::redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// The keys under `prefix` (the test server holds little, so `KEYS` is fine here).
+async fn keys_under(url: &str, prefix: &str) -> Vec<String> {
+    let mut keys: Vec<String> = ::redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut plain(url).await)
+        .await
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+/// Polls `check` every 20 ms until it holds, failing after `within`.
+async fn eventually<F: AsyncFnMut() -> bool>(within: Duration, what: &str, mut check: F) {
+    let deadline = Instant::now() + within;
+    while !check().await {
+        assert!(Instant::now() < deadline, "not within {within:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_come_from_the_counter_and_are_never_zero() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("tags");
+        let mut tags = Vec::new();
+        for _ in 0..3 {
+            let bus = node(&url, &prefix, quick()).await;
+            tags.push(bus.node().get());
+            bus.stop().await;
+        }
+        // 1, 2, 3: a stopped node's tag is not issued again.
+        assert_eq!(tags, [1, 2, 3]);
+        // A counter at the largest tag wraps to 1.
+        let mut connection = plain(&url).await;
+        let _: () = ::redis::cmd("SET")
+            .arg(format!("{prefix}:nodes:next"))
+            .arg(NodeTag::MAX)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        let wrapped = node(&url, &prefix, quick()).await;
+        assert_eq!(wrapped.node().get(), 1);
+        // ... and skips a tag a live node holds.
+        let _: () = ::redis::cmd("SET")
+            .arg(format!("{prefix}:nodes:next"))
+            .arg(0)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        let next = node(&url, &prefix, quick()).await;
+        assert_eq!(next.node().get(), 2);
+        assert!(format!("{next:?}").contains(&prefix));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_pubsub_connection_is_a_gap_then_messages_flow_again() {
+    within(async {
+        // A server of its own: the kill hits every pub/sub connection on it.
+        let server = RedisProcess::start(&[]);
+        let url = server.url();
+        let prefix = unique_prefix("kill");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        let mut task_on_b = b.subscribe(&Topic::Task("t".into())).await.unwrap();
+        a.publish(&Topic::Registry, "before".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "before"));
+        let killed: i64 = ::redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert_eq!(killed, 2, "one pub/sub connection per node");
+        // Every subscriber hears of the loss once its bus listens again.
+        let started = Instant::now();
+        assert_eq!(next(&mut on_a).await, Delivery::Gap);
+        assert_eq!(next(&mut on_b).await, Delivery::Gap);
+        assert_eq!(next(&mut task_on_b).await, Delivery::Gap);
+        // Publications arrive again (the buses resubscribed), and new subscriptions work.
+        let mut also_on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        a.publish(&Topic::Registry, "after".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "after"));
+        b.publish(&Topic::Registry, "back".into()).await.unwrap();
+        assert_eq!(next(&mut on_a).await, message(b.node(), "back"));
+        assert_eq!(next(&mut also_on_a).await, message(b.node(), "back"));
+        a.publish(&Topic::Task("t".into()), "task".into())
+            .await
+            .unwrap();
+        assert_eq!(next(&mut task_on_b).await, message(a.node(), "task"));
+        assert!(started.elapsed() < Duration::from_secs(3));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_conflict_takes_a_new_tag() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("conflict");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let old = a.node();
+        let mut changes = a.node_changes();
+        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        let mut inbox = a.inbox().unwrap();
+        // Another instance takes A's tag (as after Redis lost its data and issued it again).
+        let key = format!("{prefix}:node:{{{old}}}");
+        let _: () = ::redis::cmd("SET")
+            .arg(&key)
+            .arg("another instance")
+            .arg("PX")
+            .arg(60_000)
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), changes.changed())
+            .await
+            .expect("a new tag within 5 s")
+            .unwrap();
+        let fresh = *changes.borrow_and_update();
+        assert_ne!(fresh, old);
+        assert_ne!(fresh, b.node());
+        assert_ne!(fresh, NodeTag::LOCAL);
+        assert_eq!(a.node(), fresh);
+        assert!(b.alive(fresh).await.unwrap());
+        // The other instance keeps the old tag.
+        let holder: String = ::redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert_eq!(holder, "another instance");
+        // Directed messages reach A under its new tag; broadcasts still flow both ways.
+        assert!(b.send(fresh, "hello".into()).await.unwrap());
+        let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((got.from, got.body), (b.node(), Bytes::from("hello")));
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        a.publish(&Topic::Registry, "new tag".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(fresh, "new tag"));
+        b.publish(&Topic::Registry, "to a".into()).await.unwrap();
+        assert_eq!(next(&mut on_a).await, message(b.node(), "to a"));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeats_and_unreadable_entries_in_an_inbox_are_dropped() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("repeats");
+        let b = node(&url, &prefix, quick()).await;
+        let mut inbox = b.inbox().unwrap();
+        let stream = format!("{prefix}:n:{{{}}}", b.node());
+        let mut connection = plain(&url).await;
+        // What a retried send leaves: the same message twice, then a foreign entry.
+        for (id, from) in [("m1", "5"), ("m1", "5"), ("m2", "not a tag"), ("m3", "5")] {
+            let _: String = ::redis::cmd("XADD")
+                .arg(&stream)
+                .arg("*")
+                .arg("i")
+                .arg(id)
+                .arg("f")
+                .arg(from)
+                .arg("b")
+                .arg(id)
+                .query_async(&mut connection)
+                .await
+                .unwrap();
+        }
+        for id in ["m1", "m3"] {
+            let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(got.id, id);
+            assert_eq!(got.from, NodeTag::new(5).unwrap());
+        }
+        assert!(b.send(b.node(), "marker".into()).await.unwrap());
+        let marker = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(marker.body, Bytes::from("marker"));
+        // What was handed over is trimmed: at most the last entry stays.
+        eventually(Duration::from_secs(2), "the inbox trimmed", async || {
+            let left: usize = ::redis::cmd("XLEN")
+                .arg(&stream)
+                .query_async(&mut connection)
+                .await
+                .unwrap();
+            left <= 1
+        })
+        .await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_inbox_refuses_rather_than_dropping() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("full");
+        let options = BusOptions {
+            inbox_capacity: 5,
+            ..quick()
+        };
+        let a = node(&url, &prefix, options.clone()).await;
+        let b = node(&url, &prefix, options).await;
+        // B never reads: its reader holds a buffer's worth, Redis the capacity, then no more.
+        let mut refused = None;
+        for n in 0..500 {
+            match a.send(b.node(), Bytes::from(n.to_string())).await {
+                Ok(sent) => assert!(sent),
+                Err(error) => {
+                    refused = Some(error);
+                    break;
+                }
+            }
+        }
+        let refused = refused.expect("the inbox filled up");
+        assert!(refused.to_string().contains("full"), "{refused}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_stop_every_key_left_expires() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("keys");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let _on_b = b.subscribe(&Topic::Session("s".into())).await.unwrap();
+        a.publish(&Topic::Session("s".into()), "x".into())
+            .await
+            .unwrap();
+        assert!(a.send(b.node(), "unread".into()).await.unwrap());
+        let mut connection = plain(&url).await;
+        let keys = keys_under(&url, &prefix).await;
+        assert!(keys.len() >= 3, "{keys:?}");
+        for key in &keys {
+            let ttl: i64 = ::redis::cmd("PTTL")
+                .arg(key)
+                .query_async(&mut connection)
+                .await
+                .unwrap();
+            assert!(ttl > 0, "{key} expires ({ttl})");
+        }
+        a.stop().await;
+        b.stop().await;
+        // The memberships and inboxes went with the nodes; the counter stays, bound to expire.
+        let keys = keys_under(&url, &prefix).await;
+        assert_eq!(keys, [format!("{prefix}:nodes:next")]);
+        let ttl: i64 = ::redis::cmd("PTTL")
+            .arg(&keys[0])
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert!(ttl > 0, "the counter expires ({ttl})");
+    })
+    .await;
+}
+
+/// `CLIENT LIST` of `url`: (all connections, pub/sub connections).
+async fn clients(url: &str) -> (usize, usize) {
+    let list: String = ::redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut plain(url).await)
+        .await
+        .unwrap();
+    let lines: Vec<&str> = list.lines().collect();
+    let pubsub = lines
+        .iter()
+        .filter(|line| {
+            line.split(' ')
+                .any(|f| f.starts_with("sub=") && f != "sub=0")
+        })
+        .count();
+    // Minus the connection that asked.
+    (lines.len() - 1, pubsub)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_and_drop_end_every_task_and_connection() {
+    within(async {
+        // A server of its own, to count its connections.
+        let server = RedisProcess::start(&[]);
+        let url = server.url();
+        let prefix = unique_prefix("stop");
+        let shared = connect(&url, &prefix).await;
+        assert_eq!(clients(&url).await, (1, 0), "only the command connection");
+        let bus = RedisBus::start(shared.clone(), quick()).await.unwrap();
+        let _subscription = bus.subscribe(&Topic::Registry).await.unwrap();
+        assert_eq!(bus.running_tasks(), 3);
+        // Its own pub/sub and inbox connections.
+        assert_eq!(clients(&url).await, (3, 1));
+        bus.stop().await;
+        assert_eq!(bus.running_tasks(), 0);
+        eventually(
+            Duration::from_secs(2),
+            "the bus's connections closed",
+            async || clients(&url).await == (1, 0),
+        )
+        .await;
+        assert!(bus.publish(&Topic::Registry, "x".into()).await.is_err());
+        assert!(bus.send(bus.node(), "x".into()).await.is_err());
+        // Dropping does the same, without waiting.
+        let bus = RedisBus::start(shared.clone(), quick()).await.unwrap();
+        let tag = bus.node();
+        assert_eq!(clients(&url).await, (3, 0));
+        drop(bus);
+        eventually(
+            Duration::from_secs(2),
+            "the dropped bus's connections closed",
+            async || clients(&url).await == (1, 0),
+        )
+        .await;
+        let other = RedisBus::start(shared, quick()).await.unwrap();
+        eventually(
+            Duration::from_secs(2),
+            "the dropped node left",
+            async || !other.alive(tag).await.unwrap(),
+        )
+        .await;
+    })
+    .await;
+}
+
+/// How many connections listen to `channel`.
+async fn listeners(url: &str, channel: &str) -> i64 {
+    let counts: Vec<(String, i64)> = ::redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(channel)
+        .query_async(&mut plain(url).await)
+        .await
+        .unwrap();
+    counts.first().map_or(0, |(_, n)| *n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_subscriber_gone_unsubscribes_the_channel() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("unsub");
+        let bus = node(&url, &prefix, quick()).await;
+        let topic = Topic::Session("s1".into());
+        let channel = format!("{prefix}:bs:{{s1}}");
+        assert_eq!(listeners(&url, &channel).await, 0);
+        let first = bus.subscribe(&topic).await.unwrap();
+        let second = bus.subscribe(&topic).await.unwrap();
+        // One listening connection per node, however many subscribers it has.
+        assert_eq!(listeners(&url, &channel).await, 1);
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(listeners(&url, &channel).await, 1);
+        drop(second);
+        eventually(
+            Duration::from_secs(2),
+            "the channel unsubscribed",
+            async || listeners(&url, &channel).await == 0,
+        )
+        .await;
+        // Subscribing again listens again.
+        let _again = bus.subscribe(&topic).await.unwrap();
+        assert_eq!(listeners(&url, &channel).await, 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restarted_empty_is_a_gap_and_the_nodes_rejoin() {
+    within(async {
+        let mut server = RedisProcess::start(&[]);
+        let url = server.url();
+        let prefix = unique_prefix("restart");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        let mut inbox = b.inbox().unwrap();
+        server.restart();
+        // The subscriber hears of the loss once its bus listens to the new server.
+        assert_eq!(next(&mut on_b).await, Delivery::Gap);
+        // The heartbeats write the memberships again (same tags: nobody took them).
+        eventually(Duration::from_secs(5), "b is a member again", async || {
+            matches!(a.alive(b.node()).await, Ok(true))
+        })
+        .await;
+        eventually(Duration::from_secs(5), "a message reaches b", async || {
+            matches!(a.send(b.node(), "again".into()).await, Ok(true))
+        })
+        .await;
+        let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.body, Bytes::from("again"));
+        a.publish(&Topic::Registry, "again".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "again"));
+        // The counter went with the data; the beats put it back at least at the live tags.
+        let counter: u32 = ::redis::cmd("GET")
+            .arg(format!("{prefix}:nodes:next"))
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert!(counter >= a.node().get().max(b.node().get()));
+    })
+    .await;
+}
