@@ -23,6 +23,12 @@ use std::fmt;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+mod sessions;
+pub use self::sessions::{
+    Created, LONGEST_TTL, MemorySessionStore, SessionChange, SessionLimits, SessionRecord,
+    SessionStore, Updated,
+};
+
 /// Why a store could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
