@@ -24,6 +24,8 @@ use std::fmt;
 pub mod redis;
 
 mod sessions;
+#[cfg(feature = "redis")]
+pub use self::sessions::RedisSessionStore;
 pub use self::sessions::{
     Created, LONGEST_TTL, MemorySessionStore, SessionChange, SessionLimits, SessionRecord,
     SessionStore, Updated,

@@ -23,8 +23,12 @@ use super::{NodeTag, StoreError};
 use crate::peer::BoxFuture;
 
 mod memory;
+#[cfg(feature = "redis")]
+mod redis_store;
 
 pub use self::memory::MemorySessionStore;
+#[cfg(feature = "redis")]
+pub use self::redis_store::RedisSessionStore;
 
 /// The durable facts of one session: what a node needs to serve it.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,6 +19,9 @@ use barrel_mcp::types::{
 };
 use serde_json::json;
 
+#[cfg(feature = "redis")]
+mod redis;
+
 /// Makes a fresh, empty store.
 pub(crate) type Make = Box<dyn Fn() -> BoxFuture<'static, Arc<dyn SessionStore>> + Send + Sync>;
 
@@ -92,6 +95,8 @@ macro_rules! session_store_suite {
         )*
     };
 }
+#[cfg(feature = "redis")]
+pub(crate) use session_store_suite;
 
 mod memory {
     use super::*;
