@@ -22,6 +22,7 @@ use std::fmt;
 
 mod bus;
 mod events;
+mod sessions;
 #[cfg(feature = "redis")]
 pub mod redis;
 
@@ -33,6 +34,12 @@ pub use self::bus::RedisBus;
 pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
 #[cfg(feature = "redis")]
 pub use self::events::{PublishedEvent, RedisEventStore};
+#[cfg(feature = "redis")]
+pub use self::sessions::RedisSessionStore;
+pub use self::sessions::{
+    Created, LONGEST_TTL, MemorySessionStore, SessionChange, SessionLimits, SessionRecord,
+    SessionStore, Updated,
+};
 
 /// Why a store could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,6 +16,7 @@ mod http;
 mod peer;
 mod readme_server;
 mod server;
+mod session_store;
 mod skills;
 mod source_rules;
 mod support;

@@ -1,0 +1,228 @@
+//! [`MemorySessionStore`]: sessions in this process's memory (the default, one process).
+//!
+//! One `HashMap` behind a std `Mutex` that no `.await` ever holds (every method does its work
+//! under the lock and returns a ready future). A session's life is a
+//! [`tokio::time::Instant`], so tests with a paused tokio clock see sessions expire as the
+//! clock moves. An expired session counts as absent at once; it is dropped when someone looks
+//! it up, and every expired session is dropped when a cap would refuse a `create`, so the caps
+//! count live sessions only.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Created, SessionChange, SessionLimits, SessionRecord, SessionStore, Updated, bounded};
+use crate::peer::BoxFuture;
+use crate::store::StoreError;
+
+/// Sessions in this process's memory.
+#[derive(Debug, Default)]
+pub struct MemorySessionStore {
+    table: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    by_id: HashMap<String, Entry>,
+    /// Sessions held (live or not yet dropped), by quota.
+    per_quota: HashMap<String, usize>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    record: SessionRecord,
+    /// When it expires (it is absent from then on).
+    expires: Instant,
+    /// The subscription cap it was created under.
+    max_subscriptions: usize,
+}
+
+impl Table {
+    fn remove(&mut self, id: &str) -> Option<Entry> {
+        let entry = self.by_id.remove(id)?;
+        if let Some(quota) = &entry.record.quota
+            && let Some(count) = self.per_quota.get_mut(quota)
+        {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.per_quota.remove(quota);
+            }
+        }
+        Some(entry)
+    }
+
+    /// The live session `id`; an expired one is dropped on the way.
+    fn live(&mut self, id: &str, now: Instant) -> Option<&mut Entry> {
+        let expired = self.by_id.get(id)?.expires <= now;
+        if expired {
+            self.remove(id);
+            return None;
+        }
+        self.by_id.get_mut(id)
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        let expired: Vec<String> = self
+            .by_id
+            .iter()
+            .filter(|(_, entry)| entry.expires <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            self.remove(id);
+        }
+    }
+
+    /// Why `record` cannot be added under `limits`, if it cannot (expired sessions included).
+    fn refusal(&self, record: &SessionRecord, limits: &SessionLimits) -> Option<Created> {
+        let quota_full = record.quota.as_ref().is_some_and(|quota| {
+            self.per_quota.get(quota).copied().unwrap_or(0) >= limits.max_per_quota
+        });
+        if quota_full {
+            Some(Created::QuotaFull)
+        } else if self.by_id.len() >= limits.max_sessions {
+            Some(Created::Full)
+        } else {
+            None
+        }
+    }
+}
+
+impl MemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many sessions it holds, expired ones not yet dropped included.
+    pub fn len(&self) -> usize {
+        self.lock().by_id.len()
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn create_now(&self, record: &SessionRecord, limits: &SessionLimits) -> Created {
+        let now = Instant::now();
+        let mut table = self.lock();
+        if table.live(&record.id, now).is_some() {
+            return Created::Exists;
+        }
+        if table.refusal(record, limits).is_some() {
+            // Expired sessions no one looked up again still hold places: drop them first.
+            table.sweep(now);
+            if let Some(refused) = table.refusal(record, limits) {
+                return refused;
+            }
+        }
+        if let Some(quota) = &record.quota {
+            *table.per_quota.entry(quota.clone()).or_default() += 1;
+        }
+        table.by_id.insert(
+            record.id.clone(),
+            Entry {
+                record: record.clone(),
+                expires: deadline(now, limits.idle_ttl),
+                max_subscriptions: limits.max_subscriptions,
+            },
+        );
+        Created::Created
+    }
+
+    fn update_now(&self, id: &str, change: SessionChange) -> Updated {
+        let mut table = self.lock();
+        let Some(entry) = table.live(id, Instant::now()) else {
+            return Updated::Unknown;
+        };
+        let record = &mut entry.record;
+        match change {
+            SessionChange::Initialized => record.initialized = true,
+            SessionChange::LogLevel(level) => record.log_level = Some(level),
+            SessionChange::Subscribe(uri) => {
+                if !record.subscriptions.contains(&uri)
+                    && record.subscriptions.len() >= entry.max_subscriptions
+                {
+                    return Updated::SubscriptionsFull;
+                }
+                record.subscriptions.insert(uri);
+            }
+            SessionChange::Unsubscribe(uri) => {
+                record.subscriptions.remove(&uri);
+            }
+            SessionChange::GetOwner(tag) => record.get_owner = Some(tag),
+        }
+        Updated::Applied
+    }
+
+    fn touch_now(&self, id: &str, idle_ttl: Duration) -> bool {
+        let now = Instant::now();
+        let mut table = self.lock();
+        match table.live(id, now) {
+            Some(entry) => {
+                entry.expires = deadline(now, idle_ttl);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn delete_now(&self, id: &str) -> bool {
+        let mut table = self.lock();
+        // An expired session is gone already: dropping it is no deletion.
+        let now = Instant::now();
+        table.remove(id).is_some_and(|entry| entry.expires > now)
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    fn create<'a>(
+        &'a self,
+        record: &'a SessionRecord,
+        limits: &'a SessionLimits,
+    ) -> BoxFuture<'a, Result<Created, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.create_now(record, limits))))
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionRecord>, StoreError>> {
+        let found = self
+            .lock()
+            .live(id, Instant::now())
+            .map(|entry| entry.record.clone());
+        Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        change: SessionChange,
+    ) -> BoxFuture<'a, Result<Updated, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.update_now(id, change))))
+    }
+
+    fn touch<'a>(
+        &'a self,
+        id: &'a str,
+        idle_ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.touch_now(id, idle_ttl))))
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.delete_now(id))))
+    }
+}
+
+/// When a session given `ttl` at `now` expires.
+fn deadline(now: Instant, ttl: Duration) -> Instant {
+    // 100 years past a monotonic clock's reading does not overflow; were it to, the session
+    // would end at once rather than never.
+    now.checked_add(bounded(ttl)).unwrap_or(now)
+}
