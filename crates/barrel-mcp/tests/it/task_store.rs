@@ -90,6 +90,7 @@ macro_rules! task_store_suite {
         )*
     };
 }
+#[cfg(feature = "redis")]
 pub(crate) use task_store_suite;
 
 mod memory {
