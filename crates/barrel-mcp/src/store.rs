@@ -22,15 +22,15 @@ use std::fmt;
 
 mod bus;
 mod events;
-mod sessions;
 #[cfg(feature = "redis")]
 pub mod redis;
+mod sessions;
 
+#[cfg(feature = "redis")]
+pub use self::bus::RedisBus;
 pub use self::bus::{
     Bus, BusOptions, Delivery, Directed, Inbox, LocalBus, LocalHub, Subscription, Topic,
 };
-#[cfg(feature = "redis")]
-pub use self::bus::RedisBus;
 pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
 #[cfg(feature = "redis")]
 pub use self::events::{PublishedEvent, RedisEventStore};

@@ -9,24 +9,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use barrel_mcp::store::redis::{Redis, RedisOptions};
 use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Topic};
 use bytes::Bytes;
 
 use super::{Make, Pair, bus_suite, message, next, quick};
-use crate::support::redis::{RedisProcess, shared, unique_prefix};
+use crate::support::redis::{RedisProcess, connect, keys_under, plain, shared, unique_prefix};
 use crate::support::within;
-
-/// A connection to `url` under `prefix`.
-async fn connect(url: &str, prefix: &str) -> Redis {
-    let options = RedisOptions {
-        prefix: prefix.to_owned(),
-        ..RedisOptions::default()
-    };
-    Redis::connect(url, options)
-        .await
-        .expect("the test server is reachable")
-}
 
 /// A bus on `url` under `prefix`, as one node.
 async fn node(url: &str, prefix: &str, options: BusOptions) -> RedisBus {
@@ -51,26 +39,6 @@ fn make() -> Make {
 }
 
 bus_suite!(make);
-
-/// A plain connection for the test's own commands.
-async fn plain(url: &str) -> ::redis::aio::MultiplexedConnection {
-    ::redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
-/// The keys under `prefix` (the test server holds little, so `KEYS` is fine here).
-async fn keys_under(url: &str, prefix: &str) -> Vec<String> {
-    let mut keys: Vec<String> = ::redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(&mut plain(url).await)
-        .await
-        .unwrap();
-    keys.sort();
-    keys
-}
 
 /// Polls `check` every 20 ms until it holds, failing after `within`.
 async fn eventually<F: AsyncFnMut() -> bool>(within: Duration, what: &str, mut check: F) {

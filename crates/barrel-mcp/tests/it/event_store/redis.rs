@@ -10,22 +10,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ::redis::AsyncCommands;
-use barrel_mcp::store::redis::{Redis, RedisOptions};
 use barrel_mcp::store::{EventLimits, EventStore, PublishedEvent, RedisEventStore, StoreError};
 
 use super::{GET, Make, append, event_store_suite, get_info, open, post_info};
-use crate::support::redis::{RedisProcess, shared, unique_prefix};
+use crate::support::redis::{
+    RedisProcess, connect, corrupt, keys_under, plain, pttl, shared, unavailable, unique_prefix,
+};
 use crate::support::within;
-
-async fn connect(url: &str, prefix: &str) -> Redis {
-    let options = RedisOptions {
-        prefix: prefix.to_owned(),
-        ..RedisOptions::default()
-    };
-    Redis::connect(url, options)
-        .await
-        .expect("the test server is reachable")
-}
 
 /// A store on the shared server, under `prefix`.
 async fn store_on(prefix: &str) -> RedisEventStore {
@@ -41,38 +32,6 @@ fn make() -> Make {
 }
 
 event_store_suite!(make);
-
-/// A plain connection to the shared server, for looking at what the store wrote.
-async fn plain() -> ::redis::aio::MultiplexedConnection {
-    ::redis::Client::open(shared().url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
-/// The keys under `prefix` (the test server holds little, so `KEYS` is fine here).
-async fn keys_under(prefix: &str) -> Vec<String> {
-    let mut keys: Vec<String> = plain().await.keys(format!("{prefix}:*")).await.unwrap();
-    keys.sort();
-    keys
-}
-
-fn corrupt<T>(result: &Result<T, StoreError>) -> bool {
-    matches!(result, Err(StoreError::Corrupt(_)))
-}
-
-fn unavailable<T>(result: &Result<T, StoreError>) -> bool {
-    matches!(result, Err(StoreError::Unavailable(_)))
-}
-
-async fn pttl(key: &str) -> i64 {
-    ::redis::cmd("PTTL")
-        .arg(key)
-        .query_async(&mut plain().await)
-        .await
-        .unwrap()
-}
 
 #[tokio::test]
 async fn two_nodes_resume_each_others_streams() {
@@ -124,7 +83,7 @@ async fn every_key_expires_and_forget_leaves_none() {
             append(&store, "s", 1, &format!("e{n}"), false, &limits).await;
         }
         append(&store, "s", 2, "answer", true, &limits).await;
-        let keys = keys_under(&prefix).await;
+        let keys = keys_under(&shared().url(), &prefix).await;
         let expected = [
             format!("{prefix}:s:{{s}}:e:0"),
             format!("{prefix}:s:{{s}}:e:1"),
@@ -133,23 +92,26 @@ async fn every_key_expires_and_forget_leaves_none() {
         ];
         assert_eq!(keys, expected, "stream 3 holds no event, so no key");
         for key in &keys {
-            let ttl = pttl(key).await;
+            let ttl = pttl(&shared().url(), key).await;
             assert!(ttl > 0, "{key} has no TTL ({ttl})");
             assert!(ttl <= 600_000, "{key}: {ttl}");
         }
         // The finished stream's key: at most the finished TTL.
-        let finished = pttl(&format!("{prefix}:s:{{s}}:e:2")).await;
+        let finished = pttl(&shared().url(), &format!("{prefix}:s:{{s}}:e:2")).await;
         assert!(finished <= 30_000, "{finished}");
-        assert!(pttl(&format!("{prefix}:s:{{s}}:e:1")).await > 30_000);
+        assert!(pttl(&shared().url(), &format!("{prefix}:s:{{s}}:e:1")).await > 30_000);
         // Trimming is exact.
         let held: usize = ::redis::cmd("XLEN")
             .arg(format!("{prefix}:s:{{s}}:e:1"))
-            .query_async(&mut plain().await)
+            .query_async(&mut plain(&shared().url()).await)
             .await
             .unwrap();
         assert_eq!(held, 2);
         store.forget("s").await.unwrap();
-        assert_eq!(keys_under(&prefix).await, Vec::<String>::new());
+        assert_eq!(
+            keys_under(&shared().url(), &prefix).await,
+            Vec::<String>::new()
+        );
     })
     .await;
 }
@@ -249,7 +211,7 @@ async fn unreadable_records_are_corrupt() {
         open(&store, "s", 1, post_info(0, 1), &limits).await;
         append(&store, "s", 1, "ok", false, &limits).await;
         let table = format!("{prefix}:s:{{s}}:st");
-        let mut redis = plain().await;
+        let mut redis = plain(&shared().url()).await;
         let _: () = redis.hset(&table, "1", "garbage").await.unwrap();
         let replayed = store.replay("s", 1, 0).await;
         assert!(corrupt(&replayed), "{replayed:?}");

@@ -9,28 +9,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use barrel_mcp::store::redis::{Redis, RedisOptions};
 use barrel_mcp::store::{
     Created, RedisSessionStore, SessionChange, SessionLimits, SessionStore, StoreError, Updated,
 };
 
 use super::{Make, full_record, session, session_store_suite, ttl};
-use crate::support::redis::{RedisProcess, shared, unique_prefix};
+use crate::support::redis::{
+    RedisProcess, connect, corrupt, keys_under, plain, shared, unavailable, unique_prefix,
+};
 use crate::support::within;
 
-/// A connection to `url` under `prefix`.
-async fn redis_on(url: &str, prefix: &str) -> Redis {
-    let options = RedisOptions {
-        prefix: prefix.to_owned(),
-        ..RedisOptions::default()
-    };
-    Redis::connect(url, options)
-        .await
-        .expect("the test server is reachable")
-}
-
 async fn store_on(url: &str, prefix: &str) -> RedisSessionStore {
-    RedisSessionStore::new(redis_on(url, prefix).await)
+    RedisSessionStore::new(connect(url, prefix).await)
 }
 
 fn make() -> Make {
@@ -44,45 +34,10 @@ fn make() -> Make {
 
 session_store_suite!(make);
 
-/// A plain connection to look at the keys with.
-async fn inspector(url: &str) -> ::redis::aio::MultiplexedConnection {
-    ::redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
-/// The keys under `prefix`, by `SCAN`, sorted.
-async fn keys_under(url: &str, prefix: &str) -> Vec<String> {
-    let mut connection = inspector(url).await;
-    let mut keys = Vec::new();
-    let mut cursor = 0u64;
-    loop {
-        let (next, batch): (u64, Vec<String>) = ::redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{prefix}:*"))
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(&mut connection)
-            .await
-            .unwrap();
-        keys.extend(batch);
-        if next == 0 {
-            break;
-        }
-        cursor = next;
-    }
-    keys.sort();
-    keys.dedup();
-    keys
-}
-
 /// Asserts that every key under `prefix` will expire (`PTTL` > 0), and returns them.
 async fn all_expire(url: &str, prefix: &str) -> Vec<String> {
     let keys = keys_under(url, prefix).await;
-    let mut connection = inspector(url).await;
+    let mut connection = plain(url).await;
     for key in &keys {
         let pttl: i64 = ::redis::cmd("PTTL")
             .arg(key)
@@ -92,14 +47,6 @@ async fn all_expire(url: &str, prefix: &str) -> Vec<String> {
         assert!(pttl > 0, "{key} has PTTL {pttl}");
     }
     keys
-}
-
-fn corrupt<T>(result: &Result<T, StoreError>) -> bool {
-    matches!(result, Err(StoreError::Corrupt(_)))
-}
-
-fn unavailable<T>(result: &Result<T, StoreError>) -> bool {
-    matches!(result, Err(StoreError::Unavailable(_)))
 }
 
 /// Waits until no key is left under `prefix` (within 5 s).
@@ -213,7 +160,7 @@ async fn foreign_data_is_corrupt_not_absent() {
         let url = shared().url();
         let prefix = unique_prefix("session-corrupt");
         let store = store_on(&url, &prefix).await;
-        let mut connection = inspector(&url).await;
+        let mut connection = plain(&url).await;
         // A hash of another format, and a key of another type, under the store's names.
         let _: () = ::redis::cmd("HSET")
             .arg(format!("{prefix}:s:{{foreign}}"))

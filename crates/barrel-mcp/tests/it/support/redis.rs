@@ -237,3 +237,68 @@ fn check_version() {
         );
     });
 }
+
+/// A connection to `url` whose stores put their keys under `prefix`.
+pub(crate) async fn connect(url: &str, prefix: &str) -> barrel_mcp::store::redis::Redis {
+    let options = barrel_mcp::store::redis::RedisOptions {
+        prefix: prefix.to_owned(),
+        ..Default::default()
+    };
+    barrel_mcp::store::redis::Redis::connect(url, options)
+        .await
+        .expect("the test server is reachable")
+}
+
+/// A plain connection to `url`, for the test's own commands.
+pub(crate) async fn plain(url: &str) -> ::redis::aio::MultiplexedConnection {
+    ::redis::Client::open(url)
+        .expect("a valid URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("the test server is reachable")
+}
+
+/// The keys under `prefix`, by `SCAN`, sorted.
+pub(crate) async fn keys_under(url: &str, prefix: &str) -> Vec<String> {
+    let mut connection = plain(url).await;
+    let mut keys = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, batch): (u64, Vec<String>) = ::redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}:*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut connection)
+            .await
+            .expect("SCAN");
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// The milliseconds `key` has left (`PTTL`: -1 without expiry, -2 when absent).
+pub(crate) async fn pttl(url: &str, key: &str) -> i64 {
+    ::redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut plain(url).await)
+        .await
+        .expect("PTTL")
+}
+
+/// True when a store answered `Corrupt`.
+pub(crate) fn corrupt<T>(result: &Result<T, barrel_mcp::store::StoreError>) -> bool {
+    matches!(result, Err(barrel_mcp::store::StoreError::Corrupt(_)))
+}
+
+/// True when a store answered `Unavailable`.
+pub(crate) fn unavailable<T>(result: &Result<T, barrel_mcp::store::StoreError>) -> bool {
+    matches!(result, Err(barrel_mcp::store::StoreError::Unavailable(_)))
+}
