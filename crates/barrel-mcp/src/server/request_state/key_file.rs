@@ -167,7 +167,7 @@ fn decode_key(text: &str, at: impl Fn() -> String) -> Result<Zeroizing<Vec<u8>>,
 /// an even number of them.
 fn decode_hex(text: &str) -> Option<Zeroizing<Vec<u8>>> {
     let digits = text.as_bytes();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return None;
     }
     let mut out = Zeroizing::new(Vec::with_capacity(digits.len() / 2));
