@@ -58,10 +58,15 @@ pub(super) struct RingKey {
 /// assert_eq!(ring.kids().count(), 2);
 /// assert!(!format!("{ring:?}").contains("[2, 2"));
 ///
-/// // The same ring from a key file's text: base64, one key a line.
-/// let file = "# current\nAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=\n\
-///             # retiring\nhex:0101010101010101010101010101010101010101010101010101010101010101\n";
-/// assert_eq!(KeyRing::parse(file).expect("a good file").current_kid(), ring.current_kid());
+/// // The same ring from a key file's text: one key a line, in base64 or hex.
+/// let file = [
+///     "# current",
+///     "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=",
+///     "hex:0101010101010101010101010101010101010101010101010101010101010101 # retiring",
+/// ]
+/// .join("\n");
+/// assert_eq!(KeyRing::parse(&file).expect("a good file").kids().count(), 2);
+/// assert_eq!(KeyRing::parse(&file).expect("a good file").current_kid(), ring.current_kid());
 ///
 /// let server = Server::builder().request_state_keys(ring).build();
 /// assert!(server.is_ok());
