@@ -76,13 +76,16 @@ struct SummarizeArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 struct NoArgs {}
 
-/// Builds the demo server.
-pub(crate) fn server(skills: Option<&std::path::Path>) -> barrel_mcp::Result<Server> {
+/// Builds the demo server, with the task store and `requestState` keys of `node`.
+pub(crate) fn server(
+    skills: Option<&std::path::Path>,
+    node: crate::serve_node::Node,
+) -> barrel_mcp::Result<Server> {
     let skills = match skills {
         Some(folder) => SkillsSource::folder(folder),
         None => demo_skills(),
     };
-    Server::builder()
+    node.configure(Server::builder())
         .skills(skills)
         .name("barrel-mcp-demo", env!("CARGO_PKG_VERSION"))
         .instructions("A demo server: try the echo, add and countdown tools, and the greet prompt.")

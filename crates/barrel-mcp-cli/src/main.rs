@@ -12,6 +12,8 @@ mod host_commands;
 mod login_commands;
 #[cfg(feature = "auth")]
 mod serve_auth;
+mod serve_node;
+mod serve_redis;
 mod skill_commands;
 mod target;
 mod terminal;
@@ -82,6 +84,9 @@ enum Command {
         #[cfg(feature = "auth")]
         #[command(flatten)]
         auth: Box<serve_auth::AuthArgs>,
+        /// Several nodes behind one address: tasks in Redis, shared requestState keys.
+        #[command(flatten)]
+        node: serve_node::NodeArgs,
     },
     #[command(flatten)]
     Client(Box<client_commands::ClientCommand>),
@@ -137,6 +142,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             tls_key,
             #[cfg(feature = "auth")]
             auth,
+            node,
         } => {
             if !stdio {
                 let addr = http.unwrap_or(([127, 0, 0, 1], 9090).into());
@@ -155,14 +161,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     (allow_hosts, allow_origins, sessionless),
                     tls,
                     auth,
-                    skills.as_deref(),
+                    (skills.as_deref(), node),
                 );
             }
-            let server = demo::server(skills.as_deref()).context("building the demo server")?;
+            let node = serve_node::prepare(node, &runtime)?;
+            let span = tracing::info_span!("node", name = %node.name);
+            let server =
+                demo::server(skills.as_deref(), node).context("building the demo server")?;
             let transport =
                 barrel_mcp::transport::stdio::StdioTransport::stdio().max_line_length(max_line);
             runtime
-                .block_on(server.serve(transport))
+                .block_on(tracing::Instrument::instrument(
+                    server.serve(transport),
+                    span,
+                ))
                 .context("serving stdio")
         }
     }
@@ -177,7 +189,7 @@ fn serve_http(
     (allowed_hosts, allowed_origins, sessionless): (Vec<String>, Vec<String>, bool),
     tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     auth: Option<AuthConfig>,
-    skills: Option<&std::path::Path>,
+    (skills, node): (Option<&std::path::Path>, serve_node::NodeArgs),
 ) -> anyhow::Result<()> {
     use barrel_mcp::http::{HttpConfig, StreamableHttp};
     #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
@@ -194,8 +206,10 @@ fn serve_http(
     #[cfg(not(feature = "auth"))]
     let _ = auth;
     config.check_bind(addr).map_err(anyhow::Error::msg)?;
-    let server = demo::server(skills).context("building the demo server")?;
-    runtime.block_on(async move {
+    let node = serve_node::prepare(node, runtime)?;
+    let span = tracing::info_span!("node", name = %node.name);
+    let server = demo::server(skills, node).context("building the demo server")?;
+    let serving = async move {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
@@ -212,7 +226,8 @@ fn serve_http(
                 .context("serving HTTP"),
             Some((cert, key)) => serve_tls(listener, http, &cert, &key).await,
         }
-    })
+    };
+    runtime.block_on(tracing::Instrument::instrument(serving, span))
 }
 
 /// `serve --http --tls-cert --tls-key`: the same over TLS.
@@ -275,7 +290,7 @@ fn serve_http(
     _options: (Vec<String>, Vec<String>, bool),
     _tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     _auth: Option<AuthConfig>,
-    _skills: Option<&std::path::Path>,
+    _skills_and_node: (Option<&std::path::Path>, serve_node::NodeArgs),
 ) -> anyhow::Result<()> {
     anyhow::bail!("this build has no HTTP server (feature `http-server`); use `serve --stdio`")
 }

@@ -20,7 +20,7 @@ use super::handler::{
     input_schema_of,
 };
 use super::registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
-use super::request_state::RequestStateCodec;
+use super::request_state::{KeyRing, RequestStateCodec};
 use super::typed::{self, IntoPromptResult, IntoResourceContents};
 use super::{Ctx, Inner, Server, ServerConfig};
 use crate::Error;
@@ -92,7 +92,7 @@ pub struct ServerBuilder {
     info: Option<Implementation>,
     instructions: Option<String>,
     config: ServerConfig,
-    state_key: Option<Vec<u8>>,
+    state_keys: Option<KeyRing>,
     registry: Registry,
     error: Option<Error>,
     task_store: Option<Arc<dyn crate::task::TaskStore>>,
@@ -147,12 +147,30 @@ impl ServerBuilder {
         self
     }
 
-    /// The key that seals `requestState` (at least 32 bytes). Servers behind a load balancer
-    /// must share it; by default each server draws a random one.
+    /// The key that seals and opens `requestState` (at least 32 bytes; a shorter one fails
+    /// [`build`](Self::build)): a ring of one key, see
+    /// [`request_state_keys`](Self::request_state_keys). Servers behind a load balancer must
+    /// share it; by default each server draws a random one.
     ///
     /// Example: [`ServerBuilder`].
     pub fn request_state_key(mut self, key: &[u8]) -> Self {
-        self.state_key = Some(key.to_vec());
+        match KeyRing::single(key) {
+            Ok(ring) => self.state_keys = Some(ring),
+            Err(e) => self.fail(Error::Definition(format!("request state key: {e}"))),
+        }
+        self
+    }
+
+    /// The keys that seal and open `requestState`: the first seals, every one opens, so a
+    /// ring with the new key first and the old one second rotates without breaking the
+    /// retries in flight. Every server that may receive a client's retry (all the nodes
+    /// behind one address) must hold the same ring: read it from configuration
+    /// ([`KeyRing::from_file`], [`KeyRing::from_env`]), never from a shared store. By default
+    /// each server draws a random key.
+    ///
+    /// Example: [`KeyRing`].
+    pub fn request_state_keys(mut self, ring: KeyRing) -> Self {
+        self.state_keys = Some(ring);
         self
     }
 
@@ -487,12 +505,13 @@ impl ServerBuilder {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let state_codec = match &self.state_key {
-            Some(key) => RequestStateCodec::new(key),
-            None => RequestStateCodec::random(),
-        }
-        .map_err(|e| Error::Definition(format!("request state key: {e}")))?
-        .ttl(self.config.request_state_ttl);
+        let state_keys = match self.state_keys {
+            Some(ring) => ring,
+            None => KeyRing::random()
+                .map_err(|e| Error::Definition(format!("request state key: {e}")))?,
+        };
+        let state_codec =
+            RequestStateCodec::with_keys(state_keys).ttl(self.config.request_state_ttl);
         let info = self
             .info
             .unwrap_or_else(|| Implementation::new("barrel-mcp", env!("CARGO_PKG_VERSION")));

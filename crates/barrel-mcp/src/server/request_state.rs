@@ -5,16 +5,27 @@
 //! client controls that string, so the server seals it: a token is
 //!
 //! ```text
-//! v1.<base64url(JSON payload)>.<base64url(HMAC-SHA256(key, "v1." + payload part))>
+//! v2.<kid>.<base64url(JSON payload)>.<base64url(HMAC-SHA256(key, "v2.<kid>.<payload part>"))>
 //! ```
 //!
+//! where `kid` names the key of the server's [`KeyRing`] that sealed it ([`KeyRing::kid_of`]),
+//! so that any node holding that key opens it, and a ring being rotated opens the tokens of
+//! both its keys. The MAC covers the version and the key id.
+//!
 //! [`RequestStateCodec::open`] checks, in this order: the shape and the size (at most
-//! [`MAX_TOKEN_LEN`] bytes), the MAC (in constant time, before the payload is parsed), the
-//! expiry, and that the token belongs to this method, these params (see [`params_digest`]) and
-//! this principal. The payload is signed, not encrypted: the client can read it, so it must
-//! hold nothing secret. Single use is not enforced here; a server that needs it keeps its own
-//! record of spent tokens.
+//! [`MAX_TOKEN_LEN`] bytes), the key id (a key the ring does not hold fails like a bad MAC),
+//! the MAC (in constant time, before the payload is parsed), the expiry, and that the token
+//! belongs to this method, these params (see [`params_digest`]) and this principal. The
+//! payload is signed, not encrypted: the client can read it, so it must hold nothing secret.
+//! Single use is not enforced here; a server that needs it keeps its own record of spent
+//! tokens.
+//!
+//! Tokens of the previous form, `v1.<payload>.<mac>` with the MAC over `v1.<payload part>`
+//! (barrel-mcp 0.1, no key id), still open with the ring's first key, for one release, so
+//! that the retries in flight during an upgrade complete; new tokens are always `v2`.
 
+mod key_file;
+mod key_ring;
 #[cfg(test)]
 mod tests;
 
@@ -23,10 +34,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, KeyInit, Mac};
+use hmac::Mac;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+
+pub use key_file::MAX_KEY_FILE_LEN;
+use key_ring::{HmacSha256, KID_LEN};
+pub use key_ring::{KeyRing, MAX_KEYS};
 
 /// The shortest key [`RequestStateCodec::new`] accepts, in bytes.
 ///
@@ -45,11 +60,11 @@ pub const MAX_TOKEN_LEN: usize = 1024 * 1024;
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10 * 60);
 
 /// The version tag every token starts with, dot included.
-const PREFIX: &str = "v1.";
+const PREFIX: &str = "v2.";
+/// The version tag of the tokens barrel-mcp 0.1 issued (no key id), opened for one release.
+const LEGACY_PREFIX: &str = "v1.";
 /// Params members that change between rounds and so stay out of the digest.
 const UNDIGESTED: [&str; 3] = ["_meta", "inputResponses", "requestState"];
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// What a server carries from one round of a request to the next.
 ///
@@ -95,9 +110,9 @@ pub enum RequestStateError {
     Mismatch(&'static str),
 }
 
-/// Why a codec could not be made.
+/// Why a key ring (or a codec) could not be made. No message holds a key or a piece of one.
 ///
-/// Example: [`RequestStateCodec`].
+/// Example: [`RequestStateCodec`], [`KeyRing`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyError {
@@ -110,9 +125,37 @@ pub enum KeyError {
     /// The operating system's random source failed.
     #[error("no random key: {0}")]
     Random(String),
+    /// No key was given (an empty list, or a key file with nothing but comments).
+    #[error("no requestState key was given")]
+    NoKeys,
+    /// More than [`MAX_KEYS`] keys were given.
+    #[error("more than {MAX_KEYS} requestState keys were given")]
+    TooMany,
+    /// The same key was given twice.
+    #[error("the requestState key {kid} is given twice")]
+    Duplicate {
+        /// Its key id.
+        kid: String,
+    },
+    /// A key of a key file or of [`KeyRing::ENV_VAR`] does not decode, or is too short.
+    #[error("{at}: {why}")]
+    Invalid {
+        /// Where: the file and line, or the variable and entry.
+        at: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The key file could not be read.
+    #[error("cannot read the requestState key file {path}: {why}")]
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why.
+        why: String,
+    },
 }
 
-/// Seals and opens `requestState` tokens with one HMAC-SHA256 key.
+/// Seals `requestState` tokens with the first key of a [`KeyRing`], and opens them with any.
 ///
 /// # Example
 ///
@@ -143,43 +186,50 @@ pub enum KeyError {
 /// ```
 #[derive(Clone)]
 pub struct RequestStateCodec {
-    mac: HmacSha256,
+    keys: KeyRing,
     ttl: Duration,
 }
 
 impl fmt::Debug for RequestStateCodec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestStateCodec")
-            .field("key", &"<redacted>")
+            .field("keys", &self.keys)
             .field("ttl", &self.ttl)
             .finish()
     }
 }
 
 impl RequestStateCodec {
-    /// A codec with `key`, which must be at least [`MIN_KEY_LEN`] bytes. Every server instance
-    /// that may receive a retry must share the key.
+    /// A codec with one key, which must be at least [`MIN_KEY_LEN`] bytes. Every server
+    /// instance that may receive a retry must share the key.
     ///
     /// Example: [`RequestStateCodec`].
     pub fn new(key: &[u8]) -> Result<Self, KeyError> {
-        if key.len() < MIN_KEY_LEN {
-            return Err(KeyError::TooShort { len: key.len() });
-        }
-        let mac =
-            HmacSha256::new_from_slice(key).map_err(|_| KeyError::TooShort { len: key.len() })?;
-        Ok(Self {
-            mac,
+        KeyRing::single(key).map(Self::with_keys)
+    }
+
+    /// A codec with the keys of `ring`: the first seals, every one opens.
+    ///
+    /// Example: [`RequestStateCodec`].
+    pub fn with_keys(ring: KeyRing) -> Self {
+        Self {
+            keys: ring,
             ttl: DEFAULT_TTL,
-        })
+        }
     }
 
     /// A codec with a fresh random 32-byte key: fine for one process, not for a fleet.
     ///
     /// Example: [`RequestStateCodec`].
     pub fn random() -> Result<Self, KeyError> {
-        let mut key = [0u8; MIN_KEY_LEN];
-        getrandom::fill(&mut key).map_err(|e| KeyError::Random(e.to_string()))?;
-        Self::new(&key)
+        KeyRing::random().map(Self::with_keys)
+    }
+
+    /// The keys it seals and opens with.
+    ///
+    /// Example: [`RequestStateCodec`].
+    pub fn keys(&self) -> &KeyRing {
+        &self.keys
     }
 
     /// Sets how long sealed states stay valid (default [`DEFAULT_TTL`]).
@@ -209,9 +259,13 @@ impl RequestStateCodec {
             ..state.clone()
         };
         let json = serde_json::to_vec(&state).expect("a RequestState always serialises");
-        let mut token = String::from(PREFIX);
+        let key = self.keys.sealer();
+        let mut token = String::with_capacity(96 + json.len() * 4 / 3);
+        token.push_str(PREFIX);
+        token.push_str(&key.kid);
+        token.push('.');
         URL_SAFE_NO_PAD.encode_string(json, &mut token);
-        let tag = self.mac.clone().chain_update(token.as_bytes()).finalize();
+        let tag = key.mac.clone().chain_update(token.as_bytes()).finalize();
         token.push('.');
         URL_SAFE_NO_PAD.encode_string(tag.into_bytes(), &mut token);
         token
@@ -246,19 +300,34 @@ impl RequestStateCodec {
         if token.len() > MAX_TOKEN_LEN {
             return Err(Malformed("too long"));
         }
-        let rest = token
-            .strip_prefix(PREFIX)
-            .ok_or(Malformed("unknown version"))?;
-        let (payload, tag) = rest.split_once('.').ok_or(Malformed("no signature"))?;
+        let (mac, signed, payload, tag) = if let Some(rest) = token.strip_prefix(PREFIX) {
+            let (kid, rest) = rest.split_once('.').ok_or(Malformed("no key id"))?;
+            if kid.len() != KID_LEN {
+                return Err(Malformed("bad key id"));
+            }
+            let (payload, tag) = rest.split_once('.').ok_or(Malformed("no signature"))?;
+            let Some(key) = self.keys.by_kid(kid) else {
+                // As a bad MAC: the client learns nothing about the ring. The operator may
+                // have nodes that do not share their keys.
+                tracing::debug!(
+                    kid,
+                    "requestState sealed with a key this server does not hold"
+                );
+                return Err(RequestStateError::BadSignature);
+            };
+            let signed = &token[..PREFIX.len() + kid.len() + 1 + payload.len()];
+            (&key.mac, signed, payload, tag)
+        } else if let Some(rest) = token.strip_prefix(LEGACY_PREFIX) {
+            let (payload, tag) = rest.split_once('.').ok_or(Malformed("no signature"))?;
+            let signed = &token[..LEGACY_PREFIX.len() + payload.len()];
+            (&self.keys.sealer().mac, signed, payload, tag)
+        } else {
+            return Err(Malformed("unknown version"));
+        };
         let tag = URL_SAFE_NO_PAD
             .decode(tag)
             .map_err(|_| Malformed("signature is not base64url"))?;
-        let signed = &token[..PREFIX.len() + payload.len()];
-        self.mac
-            .clone()
-            .chain_update(signed.as_bytes())
-            .verify_slice(&tag)
-            .map_err(|_| RequestStateError::BadSignature)?;
+        verify(mac, signed, &tag)?;
         let json = URL_SAFE_NO_PAD
             .decode(payload)
             .map_err(|_| Malformed("payload is not base64url"))?;
@@ -278,6 +347,14 @@ impl RequestStateCodec {
         }
         Ok(state)
     }
+}
+
+/// Checks `tag` against the MAC of `signed`, in constant time (`hmac`'s `verify_slice`).
+fn verify(mac: &HmacSha256, signed: &str, tag: &[u8]) -> Result<(), RequestStateError> {
+    mac.clone()
+        .chain_update(signed.as_bytes())
+        .verify_slice(tag)
+        .map_err(|_| RequestStateError::BadSignature)
 }
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).

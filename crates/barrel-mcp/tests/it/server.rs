@@ -6,6 +6,7 @@
 
 pub(crate) mod fixture;
 mod handles;
+mod key_ring;
 mod lifecycle;
 mod listen;
 mod listing;

@@ -1,4 +1,5 @@
-//! Tests of sealing, opening and tampering with `requestState` tokens, and of the digest.
+//! Tests of sealing, opening and tampering with `requestState` tokens, of the legacy `v1`
+//! form, and of the digest.
 
 use serde_json::json;
 
@@ -33,8 +34,9 @@ fn open(codec: &RequestStateCodec, token: &str) -> Result<RequestState, RequestS
 fn round_trips() {
     let codec = codec();
     let token = codec.seal_at(&state(), NOW);
-    assert!(token.starts_with("v1."));
-    assert_eq!(token.split('.').count(), 3);
+    let kid = KeyRing::kid_of(KEY);
+    assert!(token.starts_with(&format!("v2.{kid}.")), "{token}");
+    assert_eq!(token.split('.').count(), 4);
     let opened = open(&codec, &token).expect("opens");
     let ttl = u64::try_from(DEFAULT_TTL.as_millis()).expect("fits");
     assert_eq!(
@@ -60,7 +62,7 @@ fn any_flipped_byte_breaks_the_signature() {
     let token = codec.seal_at(&state(), NOW);
     let (payload_end, _) = token.rmatch_indices('.').next().expect("has a dot");
     for i in PREFIX.len()..token.len() {
-        if i == payload_end {
+        if token.as_bytes()[i] == b'.' {
             continue;
         }
         let mut bytes = token.clone().into_bytes();
@@ -76,7 +78,8 @@ fn any_flipped_byte_breaks_the_signature() {
             "byte {i}: {err:?}"
         );
         if i < payload_end {
-            assert_eq!(err, RequestStateError::BadSignature, "payload byte {i}");
+            // The key id and the payload are both covered.
+            assert_eq!(err, RequestStateError::BadSignature, "byte {i}");
         }
     }
 }
@@ -92,7 +95,8 @@ fn another_key_or_a_forged_payload_is_refused() {
     mine.expires_at_ms = u64::MAX;
     let forged_payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&mine).expect("json"));
     let tag = token.rsplit('.').next().expect("tag");
-    let forged = format!("v1.{forged_payload}.{tag}");
+    let kid = KeyRing::kid_of(KEY);
+    let forged = format!("v2.{kid}.{forged_payload}.{tag}");
     assert_eq!(
         open(&codec(), &forged),
         Err(RequestStateError::BadSignature)
@@ -202,9 +206,15 @@ fn garbage_is_malformed_and_never_panics() {
         Err(RequestStateError::Malformed("too long"))
     );
     // A payload that is signed but not a state (only the server could do this).
-    let mut token = String::from("v1.");
+    let mut token = format!("v2.{}.", KeyRing::kid_of(KEY));
     URL_SAFE_NO_PAD.encode_string(b"[1,2]", &mut token);
-    let tag = codec.mac.clone().chain_update(token.as_bytes()).finalize();
+    let tag = codec
+        .keys
+        .sealer()
+        .mac
+        .clone()
+        .chain_update(token.as_bytes())
+        .finalize();
     token.push('.');
     URL_SAFE_NO_PAD.encode_string(tag.into_bytes(), &mut token);
     assert_eq!(
@@ -224,7 +234,70 @@ fn keys_are_checked_and_hidden() {
     assert_eq!(open(&codec(), &token), Err(RequestStateError::BadSignature));
     assert!(open(&random, &token).is_ok());
     let debug = format!("{:?}", codec());
-    assert!(debug.contains("<redacted>") && !debug.contains("0123"));
+    assert!(debug.contains(&KeyRing::kid_of(KEY)), "{debug}");
+    assert!(
+        !debug.contains("0123") && !debug.contains("48, 49"),
+        "{debug}"
+    );
+}
+
+/// A token in the form barrel-mcp 0.1 issued: `v1.<payload>.<mac over "v1.<payload>">`.
+fn legacy_token(key: &[u8], state: &RequestState) -> String {
+    let mut token = String::from(LEGACY_PREFIX);
+    URL_SAFE_NO_PAD.encode_string(serde_json::to_vec(state).expect("json"), &mut token);
+    let tag = <HmacSha256 as hmac::KeyInit>::new_from_slice(key)
+        .expect("any key length")
+        .chain_update(token.as_bytes())
+        .finalize();
+    token.push('.');
+    URL_SAFE_NO_PAD.encode_string(tag.into_bytes(), &mut token);
+    token
+}
+
+#[test]
+fn legacy_tokens_open_with_the_first_key_only() {
+    let state = RequestState {
+        expires_at_ms: NOW + 1_000,
+        ..state()
+    };
+    let old = legacy_token(KEY, &state);
+    assert_eq!(open(&codec(), &old), Ok(state.clone()));
+    // A ring that rotated in the same step: the old key second no longer opens v1 tokens.
+    let rotated = RequestStateCodec::with_keys(KeyRing::new([&[9u8; 32][..], KEY]).expect("ring"));
+    assert_eq!(open(&rotated, &old), Err(RequestStateError::BadSignature));
+    // A v1 token with a v2 MAC (or the other way round) does not open.
+    let fresh = codec().seal_at(&state, NOW);
+    let tag = fresh.rsplit('.').next().expect("tag");
+    let payload = old.split('.').nth(1).expect("payload");
+    assert_eq!(
+        open(&codec(), &format!("v1.{payload}.{tag}")),
+        Err(RequestStateError::BadSignature)
+    );
+    let kid = KeyRing::kid_of(KEY);
+    let old_tag = old.rsplit('.').next().expect("tag");
+    assert_eq!(
+        open(&codec(), &format!("v2.{kid}.{payload}.{old_tag}")),
+        Err(RequestStateError::BadSignature)
+    );
+}
+
+#[test]
+fn a_ring_seals_with_its_first_key_and_opens_with_any() {
+    let old = RequestStateCodec::new(KEY).expect("key");
+    let new_key = [5u8; 40];
+    let rotated =
+        RequestStateCodec::with_keys(KeyRing::new([&new_key[..], KEY]).expect("two keys"));
+    let token = old.seal_at(&state(), NOW);
+    assert!(open(&rotated, &token).is_ok(), "the old key still opens");
+    let sealed = rotated.seal_at(&state(), NOW);
+    assert!(sealed.starts_with(&format!("v2.{}.", KeyRing::kid_of(&new_key))));
+    assert!(open(&rotated, &sealed).is_ok());
+    // A node that has not got the new key yet refuses, as a forgery.
+    assert_eq!(open(&old, &sealed), Err(RequestStateError::BadSignature));
+    // The old key gone, its tokens are refused.
+    let retired = RequestStateCodec::new(&new_key).expect("key");
+    assert_eq!(open(&retired, &token), Err(RequestStateError::BadSignature));
+    assert_eq!(rotated.keys().current_kid(), KeyRing::kid_of(&new_key));
 }
 
 #[test]
