@@ -91,17 +91,22 @@ impl NodeTag {
         (u64::from(self.0) << 32) | u64::from(n)
     }
 
-    /// The tag a stream number carries.
-    pub fn of_stream(stream: u64) -> Self {
-        // At most 32 bits remain after the shift; a number from a client may exceed 24.
-        Self(u32::try_from(stream >> 32).unwrap_or(u32::MAX) & Self::MAX)
+    /// The tag a stream number carries, if it is one this scheme makes (a number from a
+    /// client whose high bits name no possible tag is none: it is refused, never routed to
+    /// some other node).
+    pub fn of_stream(stream: u64) -> Option<Self> {
+        u32::try_from(stream >> 32).ok().and_then(Self::new)
     }
 
-    /// A server-to-client request id carrying this tag: `tag * 2^28 + n` (n below 2^28).
-    /// Tag 0 leaves `n` as it is, and every tagged id stays below 2^53, so clients that read
-    /// JSON numbers as doubles echo it exactly.
-    pub fn request_id(self, n: u32) -> i64 {
-        (i64::from(self.0) << 28) | i64::from(n & ((1 << 28) - 1))
+    /// The largest `n` of a tagged request id.
+    pub const MAX_REQUEST_N: u32 = (1 << 28) - 1;
+
+    /// A server-to-client request id carrying this tag: `tag * 2^28 + n`, if `n` is at most
+    /// [`MAX_REQUEST_N`](Self::MAX_REQUEST_N) (never wrapped onto an id already used). Tag 0
+    /// leaves `n` as it is, and every tagged id stays below 2^53, so clients that read JSON
+    /// numbers as doubles echo it exactly.
+    pub fn request_id(self, n: u32) -> Option<i64> {
+        (n <= Self::MAX_REQUEST_N).then(|| (i64::from(self.0) << 28) | i64::from(n))
     }
 
     /// The tag a server-to-client request id carries, if it is one this scheme makes.
@@ -126,16 +131,22 @@ mod tests {
     #[test]
     fn tag_zero_leaves_ids_as_they_were() {
         assert_eq!(NodeTag::LOCAL.stream(7), 7);
-        assert_eq!(NodeTag::LOCAL.request_id(42), 42);
-        assert_eq!(NodeTag::of_stream(7), NodeTag::LOCAL);
+        assert_eq!(NodeTag::LOCAL.request_id(42), Some(42));
+        assert_eq!(NodeTag::of_stream(7), Some(NodeTag::LOCAL));
         assert_eq!(NodeTag::of_request_id(42), Some(NodeTag::LOCAL));
     }
 
     #[test]
     fn tags_round_trip_through_ids() {
         let tag = NodeTag::new(NodeTag::MAX).expect("24 bits");
-        assert_eq!(NodeTag::of_stream(tag.stream(u32::MAX)), tag);
-        let id = tag.request_id(5);
+        assert_eq!(NodeTag::of_stream(tag.stream(u32::MAX)), Some(tag));
+        assert_eq!(NodeTag::of_stream(u64::MAX), None, "no tag has 32 bits");
+        assert_eq!(
+            tag.request_id(NodeTag::MAX_REQUEST_N + 1),
+            None,
+            "never wrapped"
+        );
+        let id = tag.request_id(5).expect("in range");
         assert!(id < 1 << 53, "a JSON-safe integer");
         assert_eq!(NodeTag::of_request_id(id), Some(tag));
         assert_eq!(NodeTag::new(NodeTag::MAX + 1), None);

@@ -94,7 +94,7 @@ impl Redis {
             address,
             secret,
         };
-        redis.check_version().await?;
+        redis.check_server().await?;
         Ok(redis)
     }
 
@@ -123,17 +123,31 @@ impl Redis {
         unavailable(error, self.secret.as_deref())
     }
 
-    async fn check_version(&self) -> Result<(), StoreError> {
+    /// Refuses a Redis older than [`MIN_REDIS_MAJOR`], and warns when it may evict keys: every
+    /// key the stores write has a TTL, so under a `volatile-*` or `allkeys-*` policy Redis could
+    /// drop a live session's record under memory pressure, and the session would read as
+    /// unknown (a 404 that makes its client start over). Run it with `noeviction`.
+    async fn check_server(&self) -> Result<(), StoreError> {
         let info: String = redis::cmd("INFO")
             .arg("server")
+            .arg("memory")
             .query_async(&mut self.commands())
             .await
             .map_err(|e| self.fail(&e))?;
-        let version = info
-            .lines()
-            .find_map(|line| line.strip_prefix("redis_version:"))
-            .map(str::trim)
-            .unwrap_or("unknown");
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        if let Some(policy) = field("maxmemory_policy").filter(|p| *p != "noeviction") {
+            tracing::warn!(
+                address = %self.address,
+                policy,
+                "Redis may evict the stores' keys under memory pressure; \
+                 set maxmemory-policy noeviction"
+            );
+        }
+        let version = field("redis_version").unwrap_or("unknown");
         let major = version
             .split('.')
             .next()
