@@ -57,11 +57,20 @@
 //! - **Cancellation**: a cancelled or timed-out call drops its HTTP exchange. In 2026-07-28 that
 //!   is the whole cancellation (there is no session to tell); in a session
 //!   `notifications/cancelled` is POSTed too.
+//! - **503 and 429** mean the server did not take the request (a shared store that blinked, a
+//!   per-principal cap): the same request (POST of any message, the handshake, a GET stream
+//!   opened or resumed with its `Last-Event-ID`, the DELETE) is sent again after the server's
+//!   `Retry-After` (delta-seconds or an HTTP-date), or after a backoff with jitter, within
+//!   [`HttpClientConfig::retry`] ([`RetryPolicy`]: how many retries, the longest wait, the
+//!   whole budget). A call cancelled or timed out, or a closed connection, ends the wait at
+//!   once. Past those bounds (or a `Retry-After` over `max_delay`) the answer is handled as
+//!   below, with an error that says why it was not retried.
 //! - **Failures**: 401 and 403 end the connection with [`Error::Http`] whose
 //!   [`HttpError::is_auth`](crate::HttpError::is_auth) is true, never read as a protocol
-//!   answer; so do 5xx answers and a server that cannot be reached. Another 4xx with a JSON-RPC
-//!   body is that body; without one it fails the call with a JSON-RPC error that names the
-//!   status (`data.httpStatus`), which [`Client`](crate::client::Client) reads as "not a
+//!   answer; so do 5xx answers (500, 502, 504 at once, a 503 not retried) and a server that
+//!   cannot be reached. Another 4xx with a JSON-RPC body is that body; without one (or a 429
+//!   not retried) it fails the call with a JSON-RPC error that names the status
+//!   (`data.httpStatus`), which [`Client`](crate::client::Client) reads as "not a
 //!   2026-07-28 server" when it probes.
 //! - **Close**: closing the sending half DELETEs the session (a 405 is fine).
 //!
@@ -83,6 +92,7 @@ mod connector;
 mod exchange;
 mod headers;
 mod legacy;
+mod retry;
 pub(crate) mod sse;
 mod state;
 #[cfg(feature = "http-client-tls")]
@@ -99,6 +109,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use legacy::{LegacyReader, LegacySseTransport, LegacyWriter};
+pub use retry::RetryPolicy;
 #[cfg(any(feature = "auth", feature = "oauth-client"))]
 pub(crate) use state::error_chain;
 
@@ -163,6 +174,10 @@ pub struct HttpClientConfig {
     pub close_timeout: Duration,
     /// Messages from the server buffered for the peer before streams wait. Default 64.
     pub inbound_queue: usize,
+    /// How a request answered 503 or 429 is sent again (see [`RetryPolicy`]: 3 retries, a
+    /// `Retry-After` of at most 10 s, a 250 ms backoff, 30 s in all). The Streamable HTTP
+    /// transport only; the legacy one does not retry.
+    pub retry: RetryPolicy,
 }
 
 impl Default for HttpClientConfig {
@@ -183,6 +198,7 @@ impl Default for HttpClientConfig {
             connect_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(2),
             inbound_queue: 64,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -274,6 +290,12 @@ impl HttpClientTransport {
     /// The largest SSE event accepted, in bytes.
     pub fn max_event_size(mut self, max: usize) -> Self {
         self.config.max_event_size = max;
+        self
+    }
+
+    /// How a request answered 503 or 429 is sent again ([`HttpClientConfig::retry`]).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.config.retry = policy;
         self
     }
 

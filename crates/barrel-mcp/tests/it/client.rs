@@ -20,6 +20,8 @@ mod misbehaving;
 mod mrtr;
 mod pagination;
 mod progress;
+#[cfg(feature = "http-client")]
+mod retry;
 mod subscriptions;
 mod task_receiver;
 mod task_status;

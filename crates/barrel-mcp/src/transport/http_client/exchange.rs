@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::headers;
+use super::retry;
 use super::sse::{Item, SseDecoder};
 use super::state::{State, lock, next_reinit_id, refusal};
 use crate::transport::Frame;
@@ -75,13 +76,16 @@ async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<
             retried = true;
             continue;
         }
-        // Another 4xx: a JSON-RPC body is the answer; without one, the status is.
+        // Another 4xx: a JSON-RPC body is the answer; without one, the status is. So is a 429
+        // that was not retried (any more): the server never took the request.
+        let gave_up = retry::gave_up(&response).map(|why| format!(" ({why})"));
         let body = read_limited(response.into_body(), state.config.max_body_size).await;
-        if let Some(Ok(Message::Response(mut response))) = body
-            .as_deref()
-            .ok()
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .map(jsonrpc::decode)
+        if gave_up.is_none()
+            && let Some(Ok(Message::Response(mut response))) = body
+                .as_deref()
+                .ok()
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .map(jsonrpc::decode)
         {
             response.id.get_or_insert_with(|| call.id.clone());
             if !deliver(state, call, Ok(Message::Response(response))).await {
@@ -96,7 +100,11 @@ async fn exchange(state: &Arc<State>, message: &Message, call: &Call) -> Result<
             .unwrap_or_default();
         let error = ErrorObject::new(
             ErrorCode::INVALID_REQUEST,
-            format!("HTTP {status}: {}", text.trim()),
+            format!(
+                "HTTP {status}{}: {}",
+                gave_up.unwrap_or_default(),
+                text.trim()
+            ),
         )
         .with_data(json!({ "httpStatus": status.as_u16() }));
         let response = Response::error(Some(call.id.clone()), error);
@@ -185,8 +193,11 @@ async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(
         }
         if !response.status().is_success() {
             let why = format!(
-                "resuming the stream was refused: HTTP {}",
-                response.status()
+                "resuming the stream was refused: HTTP {}{}",
+                response.status(),
+                retry::gave_up(&response)
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default()
             );
             return fail_call(state, call, why).await;
         }

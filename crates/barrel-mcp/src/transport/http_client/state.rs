@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::authorized::{self, Credentials};
 use super::connector::{self, ClientTls, HttpClient};
 use super::headers::{self, HeaderParam};
-use super::{HttpClientConfig, Inbound, exchange};
+use super::{HttpClientConfig, Inbound, exchange, retry};
 use crate::transport::Handshake;
 use crate::{Error, HttpError};
 
@@ -179,7 +179,8 @@ impl State {
                 retried = true;
                 continue;
             }
-            tracing::debug!(%status, "the server refused a notification or response");
+            let why = retry::gave_up(&response).unwrap_or_default();
+            tracing::debug!(%status, "the server refused a notification or response {why}");
             return Ok(());
         }
     }
@@ -260,11 +261,25 @@ impl State {
         self.request(request).await
     }
 
+    /// Sends `request`, again after a 503 or 429 as [`HttpClientConfig::retry`] allows; a wait
+    /// ends at once when the connection closes.
     async fn request(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, Error> {
+        self.request_until(request, Some(&self.closed)).await
+    }
+
+    /// [`request`](Self::request), whose waits end when `stop` is cancelled (if given).
+    async fn request_until(
+        &self,
+        request: Request<Full<Bytes>>,
+        stop: Option<&CancellationToken>,
+    ) -> Result<Response<Incoming>, Error> {
         let limit = self.config.response_timeout;
-        authorized::send(&self.client, self.credentials.as_ref(), request, limit)
-            .await
-            .map_err(|e| e.into_error(&self.url, limit))
+        retry::send(&self.config.retry, request, stop, |request| async move {
+            authorized::send(&self.client, self.credentials.as_ref(), request, limit)
+                .await
+                .map_err(|e| e.into_error(&self.url, limit))
+        })
+        .await
     }
 
     /// Stops every stream and DELETEs the session.
@@ -290,7 +305,10 @@ impl State {
             return;
         };
         *request.headers_mut() = headers;
-        match tokio::time::timeout(self.config.close_timeout, self.request(request)).await {
+        // Closing is under way (the connection's token is cancelled): a retry waits all the
+        // same, within `close_timeout`.
+        let deleted = self.request_until(request, None);
+        match tokio::time::timeout(self.config.close_timeout, deleted).await {
             Ok(Ok(response)) => {
                 tracing::debug!(status = %response.status(), "session deleted");
             }
@@ -300,7 +318,8 @@ impl State {
     }
 }
 
-/// A status that ends the connection: 401/403 (authorization) and 5xx.
+/// A status that ends the connection: 401/403 (authorization) and 5xx (a 503 once retrying
+/// it gave up, which the message says).
 pub(super) fn refusal<B>(response: &Response<B>) -> Option<Error> {
     let status = response.status();
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
@@ -316,12 +335,16 @@ pub(super) fn refusal<B>(response: &Response<B>) -> Option<Error> {
         }));
     }
     if status.is_server_error() {
+        let mut message = status
+            .canonical_reason()
+            .unwrap_or("server error")
+            .to_owned();
+        if let Some(why) = retry::gave_up(response) {
+            message = format!("{message}; {why}");
+        }
         return Some(Error::Http(HttpError {
             status: Some(status.as_u16()),
-            message: status
-                .canonical_reason()
-                .unwrap_or("server error")
-                .to_owned(),
+            message,
             www_authenticate: None,
         }));
     }

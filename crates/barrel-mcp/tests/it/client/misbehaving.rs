@@ -25,7 +25,7 @@ use super::builder;
 use crate::support::within;
 
 /// What the server saw, in order: `GET`, `POST <method>`, `stream dropped`.
-type Seen = Arc<Mutex<Vec<(Instant, String)>>>;
+pub(super) type Seen = Arc<Mutex<Vec<(Instant, String)>>>;
 
 /// A body that sends one priming event, then nothing, for ever; notes when it is dropped.
 struct Stalled {
@@ -58,7 +58,7 @@ impl Drop for Stalled {
 }
 
 /// A request's head and its body as JSON (`null` when it is not JSON).
-async fn read(request: Request<Incoming>) -> (http::request::Parts, Value) {
+pub(super) async fn read(request: Request<Incoming>) -> (http::request::Parts, Value) {
     let (parts, body) = request.into_parts();
     let body = body
         .collect()
@@ -68,11 +68,11 @@ async fn read(request: Request<Incoming>) -> (http::request::Parts, Value) {
     (parts, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
-fn note(seen: &Seen, what: String) {
+pub(super) fn note(seen: &Seen, what: String) {
     seen.lock().expect("lock").push((Instant::now(), what));
 }
 
-fn full(
+pub(super) fn full(
     status: StatusCode,
     content_type: &str,
     body: String,
@@ -160,7 +160,7 @@ async fn start_with(get_body: String) -> (String, Seen) {
 
 /// Serves HTTP/1.1 on a free port with `respond`, which sees what the server saw so far;
 /// returns the endpoint URL and that record.
-async fn serve<F, Fut>(respond: F) -> (String, Seen)
+pub(super) async fn serve<F, Fut>(respond: F) -> (String, Seen)
 where
     F: Fn(Seen, Request<Incoming>) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Response<BoxBody<Bytes, Infallible>>> + Send + 'static,
@@ -195,7 +195,7 @@ async fn connect(url: &str, config: HttpClientConfig) -> Client {
         .expect("connect")
 }
 
-fn count(seen: &Seen, what: &str) -> usize {
+pub(super) fn count(seen: &Seen, what: &str) -> usize {
     seen.lock()
         .expect("lock")
         .iter()
