@@ -157,7 +157,12 @@ impl MemorySessionStore {
             SessionChange::Unsubscribe(uri) => {
                 record.subscriptions.remove(&uri);
             }
-            SessionChange::GetOwner(tag) => record.get_owner = Some(tag),
+            SessionChange::GetOwner { expected, new } => {
+                if record.get_owner != expected {
+                    return Updated::Conflict;
+                }
+                record.get_owner = Some(new);
+            }
         }
         Updated::Applied
     }

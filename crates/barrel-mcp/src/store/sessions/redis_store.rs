@@ -146,9 +146,13 @@ impl RedisSessionStore {
                 stored::F_LOG_LEVEL.to_owned(),
                 level.as_str().to_owned(),
             ),
-            SessionChange::GetOwner(tag) => {
-                ("h", stored::F_GET_OWNER.to_owned(), tag.get().to_string())
-            }
+            SessionChange::GetOwner { expected, new } => (
+                "g",
+                expected
+                    .map(|tag| tag.get().to_string())
+                    .unwrap_or_default(),
+                new.get().to_string(),
+            ),
             SessionChange::Subscribe(uri) => ("s", uri, String::new()),
             SessionChange::Unsubscribe(uri) => ("u", uri, String::new()),
         };
@@ -167,6 +171,7 @@ impl RedisSessionStore {
             1 => Ok(Updated::Applied),
             0 => Ok(Updated::Unknown),
             -1 => Ok(Updated::SubscriptionsFull),
+            -3 => Ok(Updated::Conflict),
             -2 => Err(StoreError::Corrupt(
                 "a session hash has no subscription cap or no expiry".into(),
             )),
