@@ -18,8 +18,11 @@
 //!   [`replay_bytes`](EventLimits::replay_bytes) (the oldest events go first; the newest is
 //!   always kept), per session by [`max_streams`](EventLimits::max_streams);
 //! - **everything expires**: an open stream [`session_ttl`](EventLimits::session_ttl) after its
-//!   last event, a finished one [`finished_stream_ttl`](EventLimits::finished_stream_ttl) after
-//!   its last, a session's streams together `session_ttl` after the session's last write;
+//!   last `open` or event (the GET stream also after any append in its session), so the
+//!   stream of a producer that died, or whose last `append` failed, does not linger or hold a
+//!   place under `max_streams`; a finished one
+//!   [`finished_stream_ttl`](EventLimits::finished_stream_ttl) after its last; a session's
+//!   streams together `session_ttl` after the session's last write;
 //! - **an outage is never "not found"**: a store that cannot answer says
 //!   [`StoreError::Unavailable`]; `None` means the stream is not (or no longer) there.
 //!
@@ -56,13 +59,16 @@ pub struct EventLimits {
     /// within it, but the newest event is always kept, however large. Default 1 MiB.
     pub replay_bytes: usize,
     /// How long a session's streams live after its last write (an `open` or an `append` to
-    /// any of them), and an open stream's events after its own last event. Default 30 minutes.
+    /// any of them), and an open stream after its own last `open` or event (the GET stream
+    /// also after any append in the session): an open stream idle that long is gone, as an
+    /// expired finished one is. Default 30 minutes.
     pub session_ttl: Duration,
     /// How long a finished stream stays resumable after its last event. Default 60 s.
     pub finished_stream_ttl: Duration,
     /// Streams one session may hold at once, its GET stream included. Opening one more first
-    /// forgets expired streams, then the finished streams closest to expiry (never the GET
-    /// stream, never an open one); when every stream is open, the open is refused.
+    /// forgets expired streams (open ones idle past `session_ttl` included), then the finished
+    /// streams closest to expiry (never the GET stream, never an open one); when every stream
+    /// left is open, the open is refused.
     /// Default 1,024.
     pub max_streams: usize,
 }

@@ -8,8 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use redis::RedisError;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{ErrorKind, RedisError};
 
 use super::StoreError;
 
@@ -169,4 +169,27 @@ pub(crate) fn unavailable(error: &RedisError, secret: Option<&str>) -> StoreErro
         message = message.replace(secret, "***");
     }
     StoreError::Unavailable(message)
+}
+
+/// `error` as a [`StoreError`], the one rule of every Redis store: a key of the wrong type
+/// under the store's prefix (`WRONGTYPE`, for a command, a script or one inside a `MULTI`) or
+/// an answer of an unexpected shape is [`StoreError::Corrupt`] (retrying will not help); anything
+/// else is [`StoreError::Unavailable`] ([`Redis::fail`]: no password in the message). The
+/// message names the prefix and the kind of error, never a key (keys hold session ids).
+pub(crate) fn classify(redis: &Redis, error: &RedisError) -> StoreError {
+    const WRONG_TYPE: &str = "WRONGTYPE";
+    let wrong_type = error.code() == Some(WRONG_TYPE)
+        || error
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == WRONG_TYPE));
+    if wrong_type || error.kind() == ErrorKind::UnexpectedReturnType {
+        StoreError::Corrupt(format!(
+            "a key under {:?} holds something this store did not write ({})",
+            redis.prefix(),
+            error.category()
+        ))
+    } else {
+        redis.fail(error)
+    }
 }

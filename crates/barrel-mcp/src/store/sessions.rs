@@ -98,8 +98,16 @@ pub enum SessionChange {
     Subscribe(String),
     /// `resources/unsubscribe` of a URI (not subscribed: nothing to do, still applied).
     Unsubscribe(String),
-    /// This node now owns the session's GET stream.
-    GetOwner(NodeTag),
+    /// A node takes over the session's GET stream, as a compare-and-set: applied only when
+    /// the stored owner is `expected` (`None`: no owner yet), else [`Updated::Conflict`] and
+    /// nothing is written. Of several nodes taking over from the same owner at once, exactly
+    /// one wins.
+    GetOwner {
+        /// The owner the caller saw (the record it loaded).
+        expected: Option<NodeTag>,
+        /// The new owner (usually the caller's own tag).
+        new: NodeTag,
+    },
 }
 
 /// The bounds of a session store. Every field has a documented default.
@@ -162,6 +170,10 @@ pub enum Updated {
     /// A [`SessionChange::Subscribe`] of a new URI while the session holds
     /// [`SessionLimits::max_subscriptions`] others; nothing was written.
     SubscriptionsFull,
+    /// A [`SessionChange::GetOwner`] whose `expected` is not the stored owner (another node
+    /// took the GET stream meanwhile); nothing was written. Load the record again to see who
+    /// owns it.
+    Conflict,
 }
 
 /// Where sessions live.

@@ -112,6 +112,7 @@ macro_rules! event_store_suite {
             the_stream_cap_evicts_finished_streams_only,
             data_is_kept_byte_for_byte,
             idle_sessions_expire,
+            idle_open_streams_go_and_free_their_place,
         );
         event_store_suite!(@threaded $make;
             concurrent_appends_to_the_get_stream_are_numbered_gap_free,
@@ -489,6 +490,52 @@ pub(crate) async fn idle_sessions_expire(make: &Make) {
         store.append("s", 1, "late", false, &limits).await.unwrap(),
         None
     );
+}
+
+pub(crate) async fn idle_open_streams_go_and_free_their_place(make: &Make) {
+    const TTL: Duration = Duration::from_millis(600);
+    let store = make().await;
+    let limits = EventLimits {
+        session_ttl: TTL,
+        max_streams: 2,
+        ..EventLimits::default()
+    };
+    open(&*store, "s", GET, get_info(), &limits).await;
+    open(&*store, "s", 1, post_info(0, 1), &limits).await;
+    let last_event = Instant::now();
+    append(&*store, "s", 1, "progress", false, &limits).await;
+    // Its producer died (or its last append failed): the stream stays open, and holds a place.
+    assert_eq!(
+        store.open("s", 2, post_info(0, 2), &limits).await.unwrap(),
+        Opened::Full
+    );
+    // The session stays busy (events keep coming on its GET stream), yet the idle stream goes
+    // `session_ttl` after its last event.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut ticks = 0;
+    loop {
+        ticks += 1;
+        append(&*store, "s", GET, "tick", false, &limits).await;
+        if store.replay("s", 1, 0).await.unwrap().is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the idle open stream never went");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        last_event.elapsed() >= TTL - Duration::from_millis(50),
+        "gone after {:?}, before its TTL",
+        last_event.elapsed()
+    );
+    assert_eq!(
+        store.append("s", 1, "late", false, &limits).await.unwrap(),
+        None
+    );
+    // Its place is free; the GET stream, written all along, is whole.
+    open(&*store, "s", 2, post_info(0, 2), &limits).await;
+    let get = replay(&*store, "s", GET, 0).await;
+    assert_eq!(get.latest, ticks);
+    assert!(!get.missed(0));
 }
 
 pub(crate) async fn concurrent_appends_to_the_get_stream_are_numbered_gap_free(make: &Make) {

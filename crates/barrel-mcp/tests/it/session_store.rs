@@ -19,8 +19,14 @@ use barrel_mcp::types::{
 };
 use serde_json::json;
 
+mod get_owner;
 #[cfg(feature = "redis")]
 mod redis;
+
+pub(crate) use self::get_owner::{
+    concurrent_takeovers_of_the_get_stream_have_one_winner,
+    the_get_owner_changes_only_from_the_expected_one,
+};
 
 /// Makes a fresh, empty store.
 pub(crate) type Make = Box<dyn Fn() -> BoxFuture<'static, Arc<dyn SessionStore>> + Send + Sync>;
@@ -73,9 +79,11 @@ macro_rules! session_store_suite {
             the_subscription_cap_refuses_new_uris,
             touch_extends_life,
             an_expired_session_is_absent,
+            the_get_owner_changes_only_from_the_expected_one,
         );
         session_store_suite!(@threaded $make;
             concurrent_creates_never_exceed_a_cap,
+            concurrent_takeovers_of_the_get_stream_have_one_winner,
         );
     };
     (@tests $make:path; $($check:ident),* $(,)?) => {
@@ -357,8 +365,14 @@ pub(crate) async fn each_change_applies_and_unknown_ids_are_unknown(make: &Make)
         SessionChange::Subscribe("file:///a".into()),
         SessionChange::Unsubscribe("file:///b".into()),
         SessionChange::Unsubscribe("file:///never".into()),
-        SessionChange::GetOwner(NodeTag::LOCAL),
-        SessionChange::GetOwner(owner),
+        SessionChange::GetOwner {
+            expected: None,
+            new: NodeTag::LOCAL,
+        },
+        SessionChange::GetOwner {
+            expected: Some(NodeTag::LOCAL),
+            new: owner,
+        },
     ];
     for change in &changes {
         assert_eq!(

@@ -1,9 +1,10 @@
 //! [`MemoryEventStore`]: the events of one process's sessions, in its memory (the default).
 //!
 //! One map of sessions behind a `std` mutex that is never held across an `.await` (no method
-//! awaits anything). Expiry is by [`Instant`]: what has expired is invisible at once and
-//! forgotten on the way, and a sweep at most once per [`SWEEP_EVERY`] forgets the sessions
-//! nobody asks about any more.
+//! awaits anything). Expiry is by [`Instant`]: a stream is gone at its `until` whether it is
+//! open (idle `session_ttl` since its last `open` or event) or finished; what has expired is
+//! invisible at once and forgotten on the way, and a sweep at most once per [`SWEEP_EVERY`]
+//! forgets the sessions nobody asks about any more.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -53,7 +54,8 @@ struct Stream {
     /// The bytes of data `events` holds.
     bytes: usize,
     finished: bool,
-    /// Open: its events are dropped at this instant. Finished: the stream is.
+    /// The stream is gone at this instant (open: `session_ttl` after its last `open` or
+    /// event; finished: `finished_stream_ttl` after its last event).
     until: Instant,
 }
 
@@ -69,29 +71,19 @@ impl Stream {
         }
     }
 
-    /// True when the stream has expired as a whole (only a finished one does).
+    /// True when the stream has expired (open and idle, or finished, past its `until`).
     fn gone(&self, now: Instant) -> bool {
-        self.finished && now >= self.until
+        now >= self.until
     }
 
-    /// Drops the events of an open stream idle past its expiry.
-    fn expire_events(&mut self, now: Instant) {
-        if !self.finished && now >= self.until {
-            self.events.clear();
-            self.bytes = 0;
-        }
-    }
-
-    /// Keeps an open stream's events another `session_ttl`.
+    /// Keeps an open stream another `session_ttl` (a finished one keeps its expiry).
     fn refresh(&mut self, now: Instant, limits: &EventLimits) {
         if !self.finished {
-            self.expire_events(now);
             self.until = later(now, limits.session());
         }
     }
 
     fn push(&mut self, data: &str, last: bool, now: Instant, limits: &EventLimits) -> u64 {
-        self.expire_events(now);
         self.latest += 1;
         self.bytes += data.len();
         self.events.push_back((self.latest, Arc::from(data)));
@@ -125,6 +117,14 @@ impl Stream {
 }
 
 impl Session {
+    /// The stream `number` unless it is gone; a gone one is forgotten on the way.
+    fn stream(&mut self, number: u64, now: Instant) -> Option<&mut Stream> {
+        if self.streams.get(&number).is_some_and(|s| s.gone(now)) {
+            self.streams.remove(&number);
+        }
+        self.streams.get_mut(&number)
+    }
+
     /// Makes room for one more stream within `max`: forgets expired streams, then the
     /// finished ones closest to expiry (never the GET stream). False when every stream left is
     /// open.
@@ -168,9 +168,6 @@ impl Sessions {
         self.next_sweep = later(now, SWEEP_EVERY);
         self.by_id.retain(|_, session| {
             session.streams.retain(|_, stream| !stream.gone(now));
-            for stream in session.streams.values_mut() {
-                stream.expire_events(now);
-            }
             now < session.until
         });
     }
@@ -217,10 +214,7 @@ impl MemoryEventStore {
                 until: now,
                 streams: HashMap::new(),
             });
-        if entry.streams.get(&number).is_some_and(|s| s.gone(now)) {
-            entry.streams.remove(&number);
-        }
-        let opened = if let Some(stream) = entry.streams.get_mut(&number) {
+        let opened = if let Some(stream) = entry.stream(number, now) {
             stream.info = info;
             stream.refresh(now, limits);
             Opened::Existed
@@ -246,13 +240,13 @@ impl MemoryEventStore {
         let mut sessions = self.lock();
         sessions.sweep(now);
         let entry = sessions.live(session, now)?;
-        let stream = entry.streams.get_mut(&number)?;
+        let stream = entry.stream(number, now)?;
         if stream.finished {
             return None;
         }
         let seq = stream.push(data, last, now, limits);
         if number != 0
-            && let Some(get) = entry.streams.get_mut(&0)
+            && let Some(get) = entry.stream(0, now)
         {
             get.refresh(now, limits);
         }
@@ -264,13 +258,7 @@ impl MemoryEventStore {
         let now = Instant::now();
         let mut sessions = self.lock();
         let entry = sessions.live(session, now)?;
-        if entry.streams.get(&number).is_some_and(|s| s.gone(now)) {
-            entry.streams.remove(&number);
-            return None;
-        }
-        let stream = entry.streams.get_mut(&number)?;
-        stream.expire_events(now);
-        Some(stream.replay(after))
+        Some(entry.stream(number, now)?.replay(after))
     }
 }
 

@@ -6,8 +6,9 @@
 //!
 //! | key | type | holds | expires |
 //! |---|---|---|---|
-//! | `P:s:{sid}:st` | hash | per stream (field: its number in decimal): state (open, or finished with its end in Redis ms), newest seq, bytes held, producer tag, request id (JSON) | `max(session_ttl, finished_stream_ttl)` after the session's last `open` or `append` |
-//! | `P:s:{sid}:e:<stream>` | stream | one entry per event held, id `0-<seq>`, field `d` = the data | open: `session_ttl` after its last event (the GET stream's also after any append in the session); finished: `finished_stream_ttl` after its last event |
+//! | `P:s:{sid}:st` | hash | per stream (field: its number in decimal): open or finished, when it is gone (Redis ms), newest seq, bytes held, producer tag, request id (JSON) | `max(session_ttl, finished_stream_ttl)` after the session's last `open` or `append` |
+//! | `P:s:{sid}:e:<stream>` | stream | one entry per event held, id `0-<seq>`, field `d` = the data | open: `session_ttl` after its last `open` or event (the GET stream's also after any append in the session); finished: `finished_stream_ttl` after its last event |
+//! | `P:s:{sid}:full` | string | present: the session is full of streams none of which can go before this key expires (so `open` refuses without reading every record) | at the earliest expiry of those streams; deleted when a stream finishes |
 //!
 //! The channel `P:s:{sid}` gets one message per append: see [`PublishedEvent`].
 //!
@@ -16,8 +17,17 @@
 //! pipeline: the record, the events after the cursor, the count held and Redis's clock),
 //! `forget` 1 (a script). Trimming is exact (`XTRIM MINID`, not `~`): `first_available` is
 //! then exactly what the bounds leave, and the byte bound holds (an approximate trim keeps up
-//! to a whole radix node more). Any Redis failure is [`StoreError::Unavailable`], never "no
-//! such stream".
+//! to a whole radix node more).
+//!
+//! An open stream is gone `session_ttl` after its last `open` or event, as a finished one is
+//! `finished_stream_ttl` after its last: the record keeps the instant, so a stream whose
+//! producer died, or whose last `append` failed, neither lingers nor holds a place under
+//! `max_streams`. A script that refuses writes nothing, so no failure leaves an event the
+//! record does not count.
+//!
+//! Errors ([`classify`]): a Redis that cannot answer is [`StoreError::Unavailable`], never
+//! "no such stream"; a key of the wrong type or a record this code cannot read is
+//! [`StoreError::Corrupt`]. No message names the session (its id is a bearer handle).
 
 mod scripts;
 mod stored;
@@ -32,7 +42,7 @@ use self::stored::{bytes, decode_events, decode_record, encode_info, integer, ti
 use super::{EventLimits, EventStore, Opened, Replay, StreamInfo};
 use crate::peer::BoxFuture;
 use crate::store::StoreError;
-use crate::store::redis::Redis;
+use crate::store::redis::{Redis, classify};
 
 /// The events of every node's sessions in one Redis 7 or later, shared by every node that uses
 /// the same Redis and key prefix.
@@ -82,6 +92,16 @@ impl RedisEventStore {
         format!("{}:s:{{{session}}}:st", self.redis.prefix())
     }
 
+    /// The session's full mark (see `scripts.rs`).
+    fn full_mark(&self, session: &str) -> String {
+        format!("{}:s:{{{session}}}:full", self.redis.prefix())
+    }
+
+    /// `error` as a [`StoreError`] (the rule every Redis store shares: [`classify`]).
+    fn fail(&self, error: &redis::RedisError) -> StoreError {
+        classify(&self.redis, error)
+    }
+
     /// What the key of each of the session's streams starts with.
     fn events_prefix(&self, session: &str) -> String {
         format!("{}:s:{{{session}}}:e:", self.redis.prefix())
@@ -100,6 +120,7 @@ impl RedisEventStore {
             .open
             .key(self.table(session))
             .key(format!("{prefix}{stream}"))
+            .key(self.full_mark(session))
             .arg(stream.to_string())
             .arg(encode_info(&info)?)
             .arg(limits.max_streams)
@@ -108,13 +129,13 @@ impl RedisEventStore {
             .arg(prefix)
             .invoke_async(&mut self.redis.commands())
             .await
-            .map_err(|e| self.redis.fail(&e))?;
+            .map_err(|e| self.fail(&e))?;
         match opened {
             1 => Ok(Opened::Created),
             2 => Ok(Opened::Existed),
             0 => Ok(Opened::Full),
             _ => Err(StoreError::Corrupt(format!(
-                "a stream record of session {session} is unreadable"
+                "the record of stream {stream} is unreadable"
             ))),
         }
     }
@@ -134,6 +155,7 @@ impl RedisEventStore {
             .key(self.table(session))
             .key(format!("{prefix}{stream}"))
             .key(format!("{prefix}0"))
+            .key(self.full_mark(session))
             .arg(stream.to_string())
             .arg(data)
             .arg(if last { "1" } else { "0" })
@@ -145,12 +167,12 @@ impl RedisEventStore {
             .arg(self.channel(session))
             .invoke_async(&mut self.redis.commands())
             .await
-            .map_err(|e| self.redis.fail(&e))?;
+            .map_err(|e| self.fail(&e))?;
         match seq {
             0 => Ok(None),
             seq if seq > 0 => Ok(u64::try_from(seq).ok()),
             _ => Err(StoreError::Corrupt(format!(
-                "stream {stream} of session {session} is unreadable"
+                "the record or events of stream {stream} are unreadable"
             ))),
         }
     }
@@ -176,7 +198,7 @@ impl RedisEventStore {
             .cmd("TIME")
             .query_async(&mut self.redis.commands())
             .await
-            .map_err(|e| self.redis.fail(&e))?;
+            .map_err(|e| self.fail(&e))?;
         let [record, range, held, now] = replies.as_slice() else {
             return Err(StoreError::Corrupt(
                 "the event store's replay answer has the wrong shape".into(),
@@ -187,20 +209,21 @@ impl RedisEventStore {
             other => decode_record(bytes(other).unwrap_or_default())?,
         };
         let now = time_ms(now)?;
-        if record.finished_until.is_some_and(|until| now >= until) {
+        if now >= record.until {
+            // Gone (open and idle, or finished, past its expiry): the next open forgets it.
             return Ok(None);
         }
         let held = integer(held)
             .filter(|held| *held <= record.latest)
             .ok_or_else(|| {
                 StoreError::Corrupt(format!(
-                    "stream {stream} of session {session} holds more events than it numbered"
+                    "stream {stream} holds more events than it numbered"
                 ))
             })?;
         let events = decode_events(range, after)?;
         if events.last().is_some_and(|(seq, _)| *seq > record.latest) {
             return Err(StoreError::Corrupt(format!(
-                "stream {stream} of session {session} holds events it never numbered"
+                "stream {stream} holds events it never numbered"
             )));
         }
         Ok(Some(Replay {
@@ -208,7 +231,7 @@ impl RedisEventStore {
             // Held events are consecutive, up to the newest.
             first_available: (held > 0).then(|| record.latest - held + 1),
             latest: record.latest,
-            finished: record.finished_until.is_some(),
+            finished: record.finished,
             info: record.info,
         }))
     }
@@ -218,10 +241,11 @@ impl RedisEventStore {
             .scripts
             .forget
             .key(self.table(session))
+            .key(self.full_mark(session))
             .arg(self.events_prefix(session))
             .invoke_async(&mut self.redis.commands())
             .await
-            .map_err(|e| self.redis.fail(&e))?;
+            .map_err(|e| self.fail(&e))?;
         Ok(())
     }
 }

@@ -5,7 +5,8 @@
 //! [`tokio::time::Instant`], so tests with a paused tokio clock see sessions expire as the
 //! clock moves. An expired session counts as absent at once; it is dropped when someone looks
 //! it up, and every expired session is dropped when a cap would refuse a `create`, so the caps
-//! count live sessions only.
+//! count live sessions only. The table knows no session expires before its `earliest`, so a
+//! `create` refused at a cap sweeps only once that instant has passed, not on every attempt.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -28,6 +29,11 @@ struct Table {
     by_id: HashMap<String, Entry>,
     /// Sessions held (live or not yet dropped), by quota.
     per_quota: HashMap<String, usize>,
+    /// No session held expires before this (`None`: none held since the last sweep).
+    earliest: Option<Instant>,
+    /// Sweeps done, for the tests.
+    #[cfg(test)]
+    sweeps: usize,
 }
 
 #[derive(Debug)]
@@ -63,7 +69,20 @@ impl Table {
         self.by_id.get_mut(id)
     }
 
+    /// Notes that a session held expires at `expires`.
+    fn expires_at(&mut self, expires: Instant) {
+        self.earliest = Some(self.earliest.map_or(expires, |e| e.min(expires)));
+    }
+
+    /// Drops every expired session, unless none can have expired yet.
     fn sweep(&mut self, now: Instant) {
+        if self.earliest.is_none_or(|earliest| now < earliest) {
+            return;
+        }
+        #[cfg(test)]
+        {
+            self.sweeps += 1;
+        }
         let expired: Vec<String> = self
             .by_id
             .iter()
@@ -73,6 +92,7 @@ impl Table {
         for id in &expired {
             self.remove(id);
         }
+        self.earliest = self.by_id.values().map(|entry| entry.expires).min();
     }
 
     /// Why `record` cannot be added under `limits`, if it cannot (expired sessions included).
@@ -126,11 +146,13 @@ impl MemorySessionStore {
         if let Some(quota) = &record.quota {
             *table.per_quota.entry(quota.clone()).or_default() += 1;
         }
+        let expires = deadline(now, limits.idle_ttl);
+        table.expires_at(expires);
         table.by_id.insert(
             record.id.clone(),
             Entry {
                 record: record.clone(),
-                expires: deadline(now, limits.idle_ttl),
+                expires,
                 max_subscriptions: limits.max_subscriptions,
             },
         );
@@ -157,7 +179,12 @@ impl MemorySessionStore {
             SessionChange::Unsubscribe(uri) => {
                 record.subscriptions.remove(&uri);
             }
-            SessionChange::GetOwner(tag) => record.get_owner = Some(tag),
+            SessionChange::GetOwner { expected, new } => {
+                if record.get_owner != expected {
+                    return Updated::Conflict;
+                }
+                record.get_owner = Some(new);
+            }
         }
         Updated::Applied
     }
@@ -165,9 +192,11 @@ impl MemorySessionStore {
     fn touch_now(&self, id: &str, idle_ttl: Duration) -> bool {
         let now = Instant::now();
         let mut table = self.lock();
+        let expires = deadline(now, idle_ttl);
         match table.live(id, now) {
             Some(entry) => {
-                entry.expires = deadline(now, idle_ttl);
+                entry.expires = expires;
+                table.expires_at(expires);
                 true
             }
             None => false,
@@ -225,4 +254,60 @@ fn deadline(now: Instant, ttl: Duration) -> Instant {
     // 100 years past a monotonic clock's reading does not overflow; were it to, the session
     // would end at once rather than never.
     now.checked_add(bounded(ttl)).unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use barrel_mcp_types::{ClientCapabilities, Implementation, ProtocolVersion};
+
+    use super::*;
+
+    fn record(id: &str) -> SessionRecord {
+        SessionRecord::new(
+            id,
+            ProtocolVersion::V2025_11_25,
+            ClientCapabilities::default(),
+            Implementation::new("client", "1.0"),
+        )
+    }
+
+    fn limits(idle_ttl: Duration) -> SessionLimits {
+        SessionLimits {
+            idle_ttl,
+            max_sessions: 3,
+            ..SessionLimits::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_store_sweeps_only_once_a_session_can_have_expired() {
+        let store = MemorySessionStore::new();
+        let long = limits(Duration::from_secs(60));
+        let _ = store.create_now(&record("brief"), &limits(Duration::from_secs(10)));
+        let _ = store.create_now(&record("b"), &long);
+        let _ = store.create_now(&record("c"), &long);
+        for n in 0..50 {
+            assert_eq!(
+                store.create_now(&record(&format!("refused-{n}")), &long),
+                Created::Full
+            );
+        }
+        assert_eq!(store.lock().sweeps, 0, "nothing could have expired yet");
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(store.create_now(&record("d"), &long), Created::Created);
+        assert_eq!(store.lock().sweeps, 1, "the expired one made room");
+        for n in 0..50 {
+            assert_eq!(
+                store.create_now(&record(&format!("again-{n}")), &long),
+                Created::Full
+            );
+        }
+        assert_eq!(store.lock().sweeps, 1);
+        // A touch that shortens a life is noted.
+        assert!(store.touch_now("b", Duration::from_secs(1)));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(store.create_now(&record("e"), &long), Created::Created);
+        assert_eq!(store.lock().sweeps, 2);
+        assert_eq!(store.len(), 3);
+    }
 }

@@ -25,14 +25,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{ErrorKind, RedisError};
+use redis::RedisError;
 
 use self::keys::Keys;
 use self::scripts::Scripts;
 use super::{Created, SessionChange, SessionLimits, SessionRecord, SessionStore, Updated, bounded};
 use crate::peer::BoxFuture;
 use crate::store::StoreError;
-use crate::store::redis::Redis;
+use crate::store::redis::{Redis, classify};
 
 /// Sessions in Redis 7 or later, shared by every node that uses the same Redis and key
 /// prefix ([`Redis::prefix`]).
@@ -75,18 +75,9 @@ impl RedisSessionStore {
         }
     }
 
-    /// `error` as a [`StoreError`]: a key of the wrong type under the prefix, or an answer
-    /// of an unexpected shape, is corrupt; anything else unavailable (without the password).
+    /// `error` as a [`StoreError`] (the rule every Redis store shares: [`classify`]).
     fn fail(&self, error: &RedisError) -> StoreError {
-        if error.kind() == ErrorKind::UnexpectedReturnType || wrong_type(error) {
-            StoreError::Corrupt(format!(
-                "a session key under {:?} holds something else ({})",
-                self.redis.prefix(),
-                error.category()
-            ))
-        } else {
-            self.redis.fail(error)
-        }
+        classify(&self.redis, error)
     }
 
     async fn create_now(
@@ -155,9 +146,13 @@ impl RedisSessionStore {
                 stored::F_LOG_LEVEL.to_owned(),
                 level.as_str().to_owned(),
             ),
-            SessionChange::GetOwner(tag) => {
-                ("h", stored::F_GET_OWNER.to_owned(), tag.get().to_string())
-            }
+            SessionChange::GetOwner { expected, new } => (
+                "g",
+                expected
+                    .map(|tag| tag.get().to_string())
+                    .unwrap_or_default(),
+                new.get().to_string(),
+            ),
             SessionChange::Subscribe(uri) => ("s", uri, String::new()),
             SessionChange::Unsubscribe(uri) => ("u", uri, String::new()),
         };
@@ -176,6 +171,7 @@ impl RedisSessionStore {
             1 => Ok(Updated::Applied),
             0 => Ok(Updated::Unknown),
             -1 => Ok(Updated::SubscriptionsFull),
+            -3 => Ok(Updated::Conflict),
             -2 => Err(StoreError::Corrupt(
                 "a session hash has no subscription cap or no expiry".into(),
             )),
@@ -247,16 +243,6 @@ impl SessionStore for RedisSessionStore {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(self.delete_now(id))
     }
-}
-
-/// True when Redis said `WRONGTYPE`, for a command or for one inside a `MULTI`.
-fn wrong_type(error: &RedisError) -> bool {
-    const WRONG_TYPE: &str = "WRONGTYPE";
-    error.code() == Some(WRONG_TYPE)
-        || error
-            .clone()
-            .into_server_errors()
-            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == WRONG_TYPE))
 }
 
 /// `ttl`, within the bounds, in whole milliseconds (at least 1).

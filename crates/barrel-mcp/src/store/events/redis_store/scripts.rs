@@ -2,60 +2,83 @@
 //! (`EVALSHA`, loaded again transparently after a Redis restart).
 //!
 //! A stream's record in the session's table (`P:s:{sid}:st`, field = the stream number in
-//! decimal) is `<state>|<latest seq>|<bytes held>|<producer tag>|<request id JSON or empty>`,
-//! where `<state>` is `o` (open) or `d<ms>` (finished; gone at that Redis time, in ms). Stream
+//! decimal) is `<state><until>|<latest seq>|<bytes held>|<producer tag>|<request id JSON or
+//! empty>`, where `<state>` is `o` (open) or `d` (finished) and `<until>` the Redis time in ms
+//! at which the stream is gone: an open stream `session_ttl` after its last `open` or event
+//! (the GET stream's also after any append in the session), a finished one
+//! `finished_stream_ttl` after its last event. A stream past its `<until>` is gone whatever
+//! its state: no append, no replay, and the next `OPEN` of the session forgets it. Stream
 //! numbers stay strings in Lua: tagged ones exceed the 2^53 a Lua number holds exactly.
 //!
-//! Expiry instants come from Redis's own clock (`TIME`), so every node agrees on them.
+//! The session's `P:s:{sid}:full` (a string, when present) says the session is full of
+//! streams none of which can go before the key expires (it expires at the earliest `<until>`
+//! of them, and a stream that finishes deletes it): `OPEN` then refuses at once, without
+//! reading every record again.
+//!
+//! Expiry instants come from Redis's own clock (`TIME`), so every node agrees on them. A script
+//! that refuses (returns -1) has written nothing.
 
 use redis::Script;
 
-/// Redis's clock in milliseconds, for the scripts that need it.
-const NOW: &str = r"
+/// Redis's clock in milliseconds, and numbers formatted as integers (never as Lua floats),
+/// for every script.
+const COMMON: &str = r"
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local function int(n)
+  return string.format('%.0f', n)
+end
 ";
 
-/// `OPEN` (keys: the table, the stream's events; args: stream, `<producer>|<request>`,
-/// max streams, session TTL ms, table TTL ms, the events key prefix). Returns 1 when created,
-/// 2 when it existed (its info replaced, an open stream's events kept another session TTL), 0
-/// when the session is full of open streams, -1 when a record is unreadable.
+/// `OPEN` (keys: the table, the stream's events, the session's full mark; args: stream,
+/// `<producer>|<request>`, max streams, session TTL ms, table TTL ms, the events key prefix).
+/// Returns 1 when created (with no events: a leftover events key is deleted, and so is the
+/// full mark, which nodes with other limits could have left), 2 when it
+/// existed (its info replaced; an open stream's expiry starts again), 0 when the session is
+/// full of open streams (and the GET stream), -1 when a record is unreadable.
 const OPEN: &str = r"
+local now = now_ms()
 local function drop(stream)
   redis.call('HDEL', KEYS[1], stream)
   redis.call('DEL', ARGV[6] .. stream)
 end
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 if record then
-  local head = string.match(record, '^([od]%d*|%d+|%d+)|')
-  if not head then return -1 end
-  local done = string.match(head, '^d(%d+)')
-  if done and tonumber(done) <= now_ms() then
+  local state, deadline, counts = string.match(record, '^([od])(%d+)|(%d+|%d+)|')
+  if not state then return -1 end
+  if tonumber(deadline) <= now then
     drop(ARGV[1])
   else
-    redis.call('HSET', KEYS[1], ARGV[1], head .. '|' .. ARGV[2])
+    if state == 'o' then
+      deadline = int(now + tonumber(ARGV[4]))
+      redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    end
+    redis.call('HSET', KEYS[1], ARGV[1], state .. deadline .. '|' .. counts .. '|' .. ARGV[2])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
-    if not done then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
     return 2
   end
 end
 local max = tonumber(ARGV[3])
 local count = redis.call('HLEN', KEYS[1])
 if count >= max then
-  local now = now_ms()
+  if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
   local all = redis.call('HGETALL', KEYS[1])
   local finished = {}
+  local earliest = nil
   for i = 1, #all, 2 do
-    local done = string.match(all[i + 1], '^d(%d+)|')
-    if done then
-      done = tonumber(done)
-      if done <= now then
+    local state, deadline = string.match(all[i + 1], '^([od])(%d+)|')
+    if state then
+      deadline = tonumber(deadline)
+      if deadline <= now then
         drop(all[i])
         count = count - 1
-      elseif all[i] ~= '0' then
-        table.insert(finished, {done, all[i]})
+      else
+        if state == 'd' and all[i] ~= '0' then
+          table.insert(finished, {deadline, all[i]})
+        end
+        if not earliest or deadline < earliest then earliest = deadline end
       end
     end
   end
@@ -66,83 +89,121 @@ if count >= max then
     count = count - 1
     next = next + 1
   end
-  if count >= max then return 0 end
+  if count >= max then
+    if #finished == 0 and earliest then
+      redis.call('SET', KEYS[3], '1', 'PXAT', int(earliest))
+    end
+    return 0
+  end
 end
-redis.call('HSET', KEYS[1], ARGV[1], 'o|0|0|' .. ARGV[2])
+redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('HSET', KEYS[1], ARGV[1], 'o' .. int(now + tonumber(ARGV[4])) .. '|0|0|' .. ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 ";
 
-/// `APPEND` (keys: the table, the stream's events, the GET stream's events; args: stream,
-/// data, last `0`/`1`, max events, max bytes, session TTL ms, finished TTL ms, table TTL ms,
-/// channel). Returns the event's sequence number, 0 when there is no open stream by that
-/// number, -1 when its record or events are unreadable.
+/// `APPEND` (keys: the table, the stream's events, the GET stream's events, the session's full
+/// mark; args: stream, data, last `0`/`1`, max events, max bytes, session TTL ms, finished TTL
+/// ms, table TTL ms, channel). Returns the event's sequence number, 0 when there is no open
+/// stream by that number (an open one past its expiry is forgotten on the way), -1 when its
+/// record or events are unreadable (nothing written).
 ///
-/// Assigns the next sequence number, adds the event (entry id `0-<seq>`, field `d`), drops the
-/// oldest events beyond the bounds (exactly: `XTRIM MINID` without `~`; the newest is always
-/// kept), keeps the stream another session TTL (or, on `last`, marks it finished and shortens
-/// its TTL to the finished TTL), keeps the table and the GET stream another session TTL, and
-/// publishes `e <stream> <seq> <last>\n<data>` on the session's channel.
+/// Everything that can refuse is checked before the first write: the record, the type of the
+/// events key, its newest entry (older than the new event's id), and the entries the bounds
+/// drop. Then it adds the event (entry id `0-<seq>`, field `d`; not when the bounds keep no
+/// event at all), drops the oldest events beyond the bounds (exactly: `XTRIM MINID` without
+/// `~`; the newest is always kept), keeps the stream another session TTL (or, on `last`, marks
+/// it finished, shortens its TTL to the finished TTL and deletes the full mark), keeps the
+/// table and the GET stream another session TTL, and publishes
+/// `e <stream> <seq> <last>\n<data>` on the session's channel.
 const APPEND: &str = r"
+local now = now_ms()
 local record = redis.call('HGET', KEYS[1], ARGV[1])
 if not record then return 0 end
-local state, latest, bytes, info = string.match(record, '^([od])%d*|(%d+)|(%d+)|(.*)$')
+local state, deadline, latest, bytes, info = string.match(record, '^([od])(%d+)|(%d+)|(%d+)|(.*)$')
 if not state then return -1 end
 if state == 'd' then return 0 end
-local seq = tonumber(latest) + 1
-local id = string.format('%.0f', seq)
+if tonumber(deadline) <= now then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('DEL', KEYS[2])
+  return 0
+end
 local held = redis.call('XLEN', KEYS[2])
+local seq = tonumber(latest) + 1
+local id = int(seq)
+local function entry_seq(entry)
+  return tonumber(string.match(entry[1], '^0%-(%d+)$'))
+end
 bytes = tonumber(bytes)
-if held == 0 then bytes = 0 end
-local added = redis.pcall('XADD', KEYS[2], '0-' .. id, 'd', ARGV[2])
-if type(added) == 'table' and added.err then return -1 end
-held = held + 1
-bytes = bytes + #ARGV[2]
+if held == 0 then
+  bytes = 0
+else
+  local newest = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+  local n = newest and entry_seq(newest)
+  if not n or n >= seq then return -1 end
+end
 local max_events, max_bytes = tonumber(ARGV[4]), tonumber(ARGV[5])
-local dropped = nil
-while held > max_events or (bytes > max_bytes and held > 1) do
+local total, weight = held + 1, bytes + #ARGV[2]
+local function over()
+  return total > max_events or (weight > max_bytes and total > 1)
+end
+local dropped, gone = nil, 0
+while over() and gone < held do
   local start = '-'
-  if dropped then start = '(0-' .. string.format('%.0f', dropped) end
-  local batch = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', math.max(held - max_events, 1))
+  if dropped then start = '(0-' .. int(dropped) end
+  local want = math.min(math.max(total - max_events, 1), held - gone)
+  local batch = redis.call('XRANGE', KEYS[2], start, '+', 'COUNT', want)
   if #batch == 0 then return -1 end
   for _, entry in ipairs(batch) do
-    if not (held > max_events or (bytes > max_bytes and held > 1)) then break end
-    local n = tonumber(string.match(entry[1], '^0%-(%d+)$'))
-    if not n then return -1 end
+    if not over() or gone >= held then break end
+    local n = entry_seq(entry)
+    if not n or n >= seq then return -1 end
     local fields = entry[2]
-    for i = 2, #fields, 2 do bytes = bytes - #fields[i] end
-    held = held - 1
+    for i = 2, #fields, 2 do weight = weight - #fields[i] end
+    total = total - 1
+    gone = gone + 1
     dropped = n
   end
 end
-if held == 0 then
+if over() then
   redis.call('DEL', KEYS[2])
-elseif dropped then
-  redis.call('XTRIM', KEYS[2], 'MINID', '0-' .. string.format('%.0f', dropped + 1))
+  weight = 0
+else
+  if held == 0 then redis.call('DEL', KEYS[2]) end
+  local added = redis.pcall('XADD', KEYS[2], '0-' .. id, 'd', ARGV[2])
+  if type(added) == 'table' and added.err then return -1 end
+  if dropped then redis.call('XTRIM', KEYS[2], 'MINID', '0-' .. int(dropped + 1)) end
 end
 if ARGV[3] == '1' then
-  state = 'd' .. string.format('%.0f', now_ms() + tonumber(ARGV[7]))
+  state = 'd' .. int(now + tonumber(ARGV[7]))
   redis.call('PEXPIRE', KEYS[2], ARGV[7])
+  redis.call('DEL', KEYS[4])
 else
+  state = 'o' .. int(now + tonumber(ARGV[6]))
   redis.call('PEXPIRE', KEYS[2], ARGV[6])
 end
-redis.call('HSET', KEYS[1], ARGV[1], state .. '|' .. id .. '|' .. string.format('%.0f', bytes) .. '|' .. info)
+redis.call('HSET', KEYS[1], ARGV[1], state .. '|' .. id .. '|' .. int(weight) .. '|' .. info)
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 if ARGV[1] ~= '0' then
   local get = redis.call('HGET', KEYS[1], '0')
-  if get and string.sub(get, 1, 1) == 'o' then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
+  local get_until, get_rest = nil, nil
+  if get then get_until, get_rest = string.match(get, '^o(%d+)(|.*)$') end
+  if get_until and tonumber(get_until) > now then
+    redis.call('HSET', KEYS[1], '0', 'o' .. int(now + tonumber(ARGV[6])) .. get_rest)
+    redis.call('PEXPIRE', KEYS[3], ARGV[6])
+  end
 end
 redis.call('PUBLISH', ARGV[9], 'e ' .. ARGV[1] .. ' ' .. id .. ' ' .. ARGV[3] .. '\n' .. ARGV[2])
 return seq
 ";
 
-/// `FORGET` (keys: the table; args: the events key prefix). Deletes every stream's events and
-/// the table.
+/// `FORGET` (keys: the table, the session's full mark; args: the events key prefix). Deletes
+/// every stream's events, the table and the mark.
 const FORGET: &str = r"
 for _, stream in ipairs(redis.call('HKEYS', KEYS[1])) do
   redis.call('DEL', ARGV[1] .. stream)
 end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
 return 1
 ";
 
@@ -156,8 +217,8 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Self {
         Self {
-            open: Script::new(&format!("{NOW}{OPEN}")),
-            append: Script::new(&format!("{NOW}{APPEND}")),
+            open: Script::new(&format!("{COMMON}{OPEN}")),
+            append: Script::new(&format!("{COMMON}{APPEND}")),
             forget: Script::new(FORGET),
         }
     }

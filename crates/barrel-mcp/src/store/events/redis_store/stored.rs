@@ -14,8 +14,10 @@ use crate::store::{NodeTag, StoreError};
 /// A stream's record, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Record {
-    /// When a finished stream is gone, in Redis's milliseconds; `None` while open.
-    pub(super) finished_until: Option<u64>,
+    /// True once the stream's last event was appended.
+    pub(super) finished: bool,
+    /// When the stream is gone (open or finished), in Redis's milliseconds.
+    pub(super) until: u64,
     pub(super) latest: u64,
     pub(super) info: StreamInfo,
 }
@@ -33,7 +35,7 @@ pub(super) fn encode_info(info: &StreamInfo) -> Result<String, StoreError> {
     Ok(format!("{}|{request}", info.producer.get()))
 }
 
-/// Reads a record: `<o | d<ms>>|<latest>|<bytes>|<producer>|<request>`.
+/// Reads a record: `<o | d><ms>|<latest>|<bytes>|<producer>|<request>`.
 pub(super) fn decode_record(text: &[u8]) -> Result<Record, StoreError> {
     let bad = || corrupt("stream record is unreadable");
     let text = std::str::from_utf8(text).map_err(|_| bad())?;
@@ -47,11 +49,12 @@ pub(super) fn decode_record(text: &[u8]) -> Result<Record, StoreError> {
     ) else {
         return Err(bad());
     };
-    let finished_until = match state.strip_prefix('d') {
-        Some(ms) => Some(number(ms).ok_or_else(bad)?),
-        None if state == "o" => None,
-        None => return Err(bad()),
+    let (finished, until) = match (state.strip_prefix('o'), state.strip_prefix('d')) {
+        (Some(ms), _) => (false, ms),
+        (_, Some(ms)) => (true, ms),
+        _ => return Err(bad()),
     };
+    let until = number(until).ok_or_else(bad)?;
     let producer = number(producer)
         .and_then(|n| u32::try_from(n).ok())
         .and_then(NodeTag::new)
@@ -61,7 +64,8 @@ pub(super) fn decode_record(text: &[u8]) -> Result<Record, StoreError> {
         json => Some(serde_json::from_str::<RequestId>(json).map_err(|_| bad())?),
     };
     Ok(Record {
-        finished_until,
+        finished,
+        until,
         latest: number(latest).ok_or_else(bad)?,
         info: StreamInfo { producer, request },
     })
@@ -211,26 +215,30 @@ mod tests {
         };
         let tail = encode_info(&info).unwrap();
         assert_eq!(tail, "7|\"a|b\"");
-        let open = decode_record(format!("o|5|120|{tail}").as_bytes()).unwrap();
+        let open = decode_record(format!("o1700000000001|5|120|{tail}").as_bytes()).unwrap();
         assert_eq!(
             open,
             Record {
-                finished_until: None,
+                finished: false,
+                until: 1_700_000_000_001,
                 latest: 5,
                 info
             }
         );
         let done = decode_record(b"d1700000000000|9|0|0|").unwrap();
-        assert_eq!(done.finished_until, Some(1_700_000_000_000));
+        assert!(done.finished);
+        assert_eq!(done.until, 1_700_000_000_000);
         assert_eq!(done.info.request, None);
         for garbage in [
-            &b"x|1|0|0|"[..],
-            b"o|1|0|0",
-            b"o|-1|0|0|",
-            b"o|1|0|16777216|",
-            b"o|1|0|0|{",
+            &b"x1|1|0|0|"[..],
+            b"o|1|0|0|",
+            b"o1|1|0|0",
+            b"o1|-1|0|0|",
+            b"o1|1|0|16777216|",
+            b"o1|1|0|0|{",
             b"d|1|0|0|",
-            b"o|1|0|0|\xff",
+            b"od1|1|0|0|",
+            b"o1|1|0|0|\xff",
         ] {
             assert!(
                 matches!(decode_record(garbage), Err(StoreError::Corrupt(_))),

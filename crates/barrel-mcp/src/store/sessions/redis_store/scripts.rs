@@ -2,7 +2,8 @@
 //! (`EVALSHA`, loaded again transparently after a Redis restart).
 //!
 //! - `CREATE` checks the caps and writes the session with its cap entries, or writes nothing;
-//! - `UPDATE` applies one change to a session that exists (a subscription under its cap);
+//! - `UPDATE` applies one change to a session that exists (a subscription under its cap, a
+//!   new GET owner only in place of the expected one);
 //! - `TOUCH` gives a session, its subscriptions and its cap entries a new expiry;
 //! - `DELETE` forgets a session and its cap entries.
 //!
@@ -67,9 +68,11 @@ return 0
 ";
 
 /// `UPDATE` (keys: session, subscriptions; args: what, then its operands: `h` field value
-/// sets a field of the hash, `s` uri subscribes, `u` uri unsubscribes). Returns 1 when
-/// applied, 0 when there is no such session, -1 when a subscription is past the session's cap
-/// (field `ms`), -2 when the session's hash is not one this store wrote (no cap, no expiry).
+/// sets a field of the hash, `s` uri subscribes, `u` uri unsubscribes, `g` expected new sets
+/// the GET owner (field `g`) to `new` if it is `expected`, the empty string meaning none).
+/// Returns 1 when applied, 0 when there is no such session, -1 when a subscription is past the
+/// session's cap (field `ms`), -2 when the session's hash is not one this store wrote (no cap,
+/// no expiry), -3 when the GET owner is not the expected one.
 /// The session's expiry stays as it was; a new subscriptions set gets it.
 const UPDATE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -88,6 +91,11 @@ elseif what == 's' then
   return 1
 elseif what == 'u' then
   redis.call('SREM', KEYS[2], ARGV[2])
+  return 1
+elseif what == 'g' then
+  local owner = redis.call('HGET', KEYS[1], 'g') or ''
+  if owner ~= ARGV[2] then return -3 end
+  redis.call('HSET', KEYS[1], 'g', ARGV[3])
   return 1
 end
 return -2

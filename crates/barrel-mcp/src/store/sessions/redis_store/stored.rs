@@ -45,6 +45,7 @@ pub(super) const F_CAPABILITIES: &str = "cc";
 pub(super) const F_CLIENT_INFO: &str = "ci";
 pub(super) const F_INITIALIZED: &str = "i";
 pub(super) const F_LOG_LEVEL: &str = "lv";
+/// Read and written by the script `UPDATE` under this name (a compare-and-set).
 pub(super) const F_GET_OWNER: &str = "g";
 pub(super) const F_CREATED: &str = "c";
 /// Read by the script `UPDATE` under this name.

@@ -1,0 +1,183 @@
+//! `RedisEventStore` keeps its keys whole: a key of the wrong type is `Corrupt` (not
+//! `Unavailable`), a refused append writes nothing, an events key left from an earlier stream
+//! does not wedge a new one, and a session full of open streams is refused without reading
+//! every record each time.
+
+use std::sync::Arc;
+
+use ::redis::AsyncCommands;
+use barrel_mcp::store::{EventLimits, EventStore, Opened, RedisEventStore};
+
+use super::super::{GET, append, get_info, open, post_info};
+use super::{SECRET_SID, corrupt_quietly, store_on};
+use crate::support::redis::{RedisProcess, connect, corrupt, plain, shared, unique_prefix};
+use crate::support::within;
+
+#[tokio::test]
+async fn keys_of_the_wrong_type_are_corrupt_not_unavailable() {
+    within(async {
+        let prefix = unique_prefix("wrongtype");
+        let store = store_on(&prefix).await;
+        let limits = EventLimits::default();
+        let sid = SECRET_SID;
+        let mut redis = plain(&shared().url()).await;
+        // The session's table is a string.
+        let table = format!("{prefix}:s:{{{sid}}}:st");
+        let _: () = redis.set(&table, "x").await.unwrap();
+        let opened = store.open(sid, 1, post_info(0, 1), &limits).await;
+        assert!(corrupt_quietly(&opened), "{opened:?}");
+        let appended = store.append(sid, 1, "x", false, &limits).await;
+        assert!(corrupt_quietly(&appended), "{appended:?}");
+        let replayed = store.replay(sid, 1, 0).await;
+        assert!(corrupt_quietly(&replayed), "{replayed:?}");
+        // A stream's events are a string: its record is fine, its events are not.
+        let other = "other-session";
+        open(&store, other, 1, post_info(0, 1), &limits).await;
+        let events = format!("{prefix}:s:{{{other}}}:e:1");
+        let _: () = redis.set(&events, "x").await.unwrap();
+        let appended = store.append(other, 1, "x", false, &limits).await;
+        assert!(corrupt(&appended), "{appended:?}");
+        let replayed = store.replay(other, 1, 0).await;
+        assert!(corrupt(&replayed), "{replayed:?}");
+        // Nothing was written past the refusal: the record still numbers no event.
+        let record: String = redis
+            .hget(format!("{prefix}:s:{{{other}}}:st"), "1")
+            .await
+            .unwrap();
+        assert!(
+            record.starts_with('o') && record.contains("|0|0|"),
+            "{record}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_leftover_events_key_does_not_wedge_a_new_stream() {
+    within(async {
+        let prefix = unique_prefix("leftover");
+        let store = store_on(&prefix).await;
+        let limits = EventLimits::default();
+        // Events of an earlier stream by that number outlived its record (a node with longer
+        // TTLs, say).
+        let events = format!("{prefix}:s:{{s}}:e:1");
+        let mut redis = plain(&shared().url()).await;
+        for seq in 1..=5 {
+            let _: String = ::redis::cmd("XADD")
+                .arg(&events)
+                .arg(format!("0-{seq}"))
+                .arg("d")
+                .arg(format!("old {seq}"))
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+        }
+        open(&store, "s", 1, post_info(0, 1), &limits).await;
+        assert_eq!(append(&store, "s", 1, "fresh", false, &limits).await, 1);
+        assert_eq!(append(&store, "s", 1, "fresher", false, &limits).await, 2);
+        let got = store.replay("s", 1, 0).await.unwrap().unwrap();
+        assert_eq!(
+            got.events,
+            vec![(1, Arc::from("fresh")), (2, Arc::from("fresher"))]
+        );
+        assert_eq!((got.first_available, got.latest), (Some(1), 2));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_refused_append_writes_nothing() {
+    within(async {
+        let prefix = unique_prefix("refused");
+        let store = store_on(&prefix).await;
+        let limits = EventLimits {
+            replay_events: 2,
+            ..EventLimits::default()
+        };
+        open(&store, "s", 1, post_info(0, 1), &limits).await;
+        open(&store, "s", GET, get_info(), &limits).await;
+        for n in 0..3 {
+            append(&store, "s", 1, &format!("e{n}"), false, &limits).await;
+        }
+        let table = format!("{prefix}:s:{{s}}:st");
+        let events = format!("{prefix}:s:{{s}}:e:1");
+        let mut redis = plain(&shared().url()).await;
+        // The events run ahead of the record (it numbers 2 of them, the newest is 3).
+        let record: String = redis.hget(&table, "1").await.unwrap();
+        let behind = record.replacen("|3|", "|2|", 1);
+        let _: () = redis.hset(&table, "1", &behind).await.unwrap();
+        let range = || {
+            ::redis::cmd("XRANGE")
+                .arg(&events)
+                .arg("-")
+                .arg("+")
+                .to_owned()
+        };
+        let before: Vec<(String, Vec<String>)> = range().query_async(&mut redis).await.unwrap();
+        let get_before: String = redis.hget(&table, "0").await.unwrap();
+        let appended = store.append("s", 1, "x", false, &limits).await;
+        assert!(corrupt(&appended), "{appended:?}");
+        let after: Vec<(String, Vec<String>)> = range().query_async(&mut redis).await.unwrap();
+        assert_eq!(before, after, "no event added, none trimmed");
+        let record: String = redis.hget(&table, "1").await.unwrap();
+        assert_eq!(record, behind);
+        let get_after: String = redis.hget(&table, "0").await.unwrap();
+        assert_eq!(
+            get_after, get_before,
+            "the GET stream was not refreshed either"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_full_session_refuses_without_reading_every_record() {
+    within(async {
+        // A server of its own: its command counts are this test's alone.
+        let server = RedisProcess::start(&[]);
+        let store = RedisEventStore::new(connect(&server.url(), &unique_prefix("full")).await);
+        let limits = EventLimits {
+            max_streams: 4,
+            ..EventLimits::default()
+        };
+        open(&store, "s", GET, get_info(), &limits).await;
+        for stream in 1..=3 {
+            open(&store, "s", stream, post_info(0, stream as i64), &limits).await;
+        }
+        for stream in 10..30 {
+            assert_eq!(
+                store
+                    .open("s", stream, post_info(0, stream as i64), &limits)
+                    .await
+                    .unwrap(),
+                Opened::Full
+            );
+        }
+        let stats: String = ::redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut plain(&server.url()).await)
+            .await
+            .unwrap();
+        let calls = stats
+            .lines()
+            .find_map(|line| line.strip_prefix("cmdstat_hgetall:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse::<u64>().unwrap());
+        assert_eq!(
+            calls, 1,
+            "one look at the records, not one per refused open"
+        );
+        // A stream that finishes makes room at once.
+        append(&store, "s", 2, "answer", true, &limits).await;
+        open(&store, "s", 30, post_info(0, 30), &limits).await;
+        assert_eq!(store.replay("s", 2, 0).await.unwrap(), None);
+        assert_eq!(
+            store
+                .open("s", 31, post_info(0, 31), &limits)
+                .await
+                .unwrap(),
+            Opened::Full
+        );
+    })
+    .await;
+}
