@@ -1,0 +1,106 @@
+//! Membership on Redis: a heartbeat conflict (this node moves to a new tag) and a Redis
+//! restarted without its data.
+
+use std::time::Duration;
+
+use barrel_mcp::store::{Bus, Delivery, NodeTag, Topic};
+use bytes::Bytes;
+
+use super::{eventually, node};
+use crate::bus::{message, next, quick};
+use crate::support::redis::{RedisProcess, plain, shared, unique_prefix};
+use crate::support::within;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_conflict_takes_a_new_tag() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("conflict");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let old = a.node();
+        let mut changes = a.node_changes();
+        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        let mut inbox = a.inbox().unwrap();
+        // Another instance takes A's tag (as after Redis lost its data and issued it again).
+        let key = format!("{prefix}:node:{{{old}}}");
+        let _: () = ::redis::cmd("SET")
+            .arg(&key)
+            .arg("another instance")
+            .arg("PX")
+            .arg(60_000)
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), changes.changed())
+            .await
+            .expect("a new tag within 5 s")
+            .unwrap();
+        let fresh = *changes.borrow_and_update();
+        assert_ne!(fresh, old);
+        assert_ne!(fresh, b.node());
+        assert_ne!(fresh, NodeTag::LOCAL);
+        assert_eq!(a.node(), fresh);
+        assert!(b.alive(fresh).await.unwrap());
+        // The other instance keeps the old tag.
+        let holder: String = ::redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert_eq!(holder, "another instance");
+        // Directed messages reach A under its new tag; broadcasts still flow both ways.
+        assert!(b.send(fresh, "hello".into()).await.unwrap());
+        let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((got.from, got.body), (b.node(), Bytes::from("hello")));
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        a.publish(&Topic::Registry, "new tag".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(fresh, "new tag"));
+        b.publish(&Topic::Registry, "to a".into()).await.unwrap();
+        assert_eq!(next(&mut on_a).await, message(b.node(), "to a"));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restarted_empty_is_a_gap_and_the_nodes_rejoin() {
+    within(async {
+        let mut server = RedisProcess::start(&[]);
+        let url = server.url();
+        let prefix = unique_prefix("restart");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        let mut inbox = b.inbox().unwrap();
+        server.restart();
+        // The subscriber hears of the loss once its bus listens to the new server.
+        assert_eq!(next(&mut on_b).await, Delivery::Gap);
+        // The heartbeats write the memberships again (same tags: nobody took them).
+        eventually(Duration::from_secs(5), "b is a member again", async || {
+            matches!(a.alive(b.node()).await, Ok(true))
+        })
+        .await;
+        eventually(Duration::from_secs(5), "a message reaches b", async || {
+            matches!(a.send(b.node(), "again".into()).await, Ok(true))
+        })
+        .await;
+        let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.body, Bytes::from("again"));
+        a.publish(&Topic::Registry, "again".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "again"));
+        // The counter went with the data; the beats put it back at least at the live tags.
+        let counter: u32 = ::redis::cmd("GET")
+            .arg(format!("{prefix}:nodes:next"))
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert!(counter >= a.node().get().max(b.node().get()));
+    })
+    .await;
+}

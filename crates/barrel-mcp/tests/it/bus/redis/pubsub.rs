@@ -1,0 +1,94 @@
+//! Pub/sub on Redis: a killed connection (a gap, then messages again) and unsubscribing.
+
+use std::time::{Duration, Instant};
+
+use barrel_mcp::store::{Bus, Delivery, Topic};
+
+use super::{eventually, node};
+use crate::bus::{message, next, quick};
+use crate::support::redis::{RedisProcess, plain, shared, unique_prefix};
+use crate::support::within;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_pubsub_connection_is_a_gap_then_messages_flow_again() {
+    within(async {
+        // A server of its own: the kill hits every pub/sub connection on it.
+        let server = RedisProcess::start(&[]);
+        let url = server.url();
+        let prefix = unique_prefix("kill");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        let mut task_on_b = b.subscribe(&Topic::Task("t".into())).await.unwrap();
+        a.publish(&Topic::Registry, "before".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "before"));
+        let killed: i64 = ::redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert_eq!(killed, 2, "one pub/sub connection per node");
+        // Every subscriber hears of the loss once its bus listens again.
+        let started = Instant::now();
+        assert_eq!(next(&mut on_a).await, Delivery::Gap);
+        assert_eq!(next(&mut on_b).await, Delivery::Gap);
+        assert_eq!(next(&mut task_on_b).await, Delivery::Gap);
+        // Publications arrive again (the buses resubscribed), and new subscriptions work.
+        let mut also_on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        a.publish(&Topic::Registry, "after".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "after"));
+        b.publish(&Topic::Registry, "back".into()).await.unwrap();
+        assert_eq!(next(&mut on_a).await, message(b.node(), "back"));
+        assert_eq!(next(&mut also_on_a).await, message(b.node(), "back"));
+        a.publish(&Topic::Task("t".into()), "task".into())
+            .await
+            .unwrap();
+        assert_eq!(next(&mut task_on_b).await, message(a.node(), "task"));
+        assert!(started.elapsed() < Duration::from_secs(3));
+    })
+    .await;
+}
+
+/// How many connections listen to `channel`.
+async fn listeners(url: &str, channel: &str) -> i64 {
+    let counts: Vec<(String, i64)> = ::redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg(channel)
+        .query_async(&mut plain(url).await)
+        .await
+        .unwrap();
+    counts.first().map_or(0, |(_, n)| *n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_subscriber_gone_unsubscribes_the_channel() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("unsub");
+        let bus = node(&url, &prefix, quick()).await;
+        let topic = Topic::Session("s1".into());
+        let channel = format!("{prefix}:bs:{{s1}}");
+        assert_eq!(listeners(&url, &channel).await, 0);
+        let first = bus.subscribe(&topic).await.unwrap();
+        let second = bus.subscribe(&topic).await.unwrap();
+        // One listening connection per node, however many subscribers it has.
+        assert_eq!(listeners(&url, &channel).await, 1);
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(listeners(&url, &channel).await, 1);
+        drop(second);
+        eventually(
+            Duration::from_secs(2),
+            "the channel unsubscribed",
+            async || listeners(&url, &channel).await == 0,
+        )
+        .await;
+        // Subscribing again listens again.
+        let _again = bus.subscribe(&topic).await.unwrap();
+        assert_eq!(listeners(&url, &channel).await, 1);
+    })
+    .await;
+}
