@@ -18,6 +18,7 @@ mod pubsub;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -46,6 +47,17 @@ struct Shared {
     tag: watch::Sender<NodeTag>,
     fanout: Arc<Fanout>,
     stop: CancellationToken,
+}
+
+impl Shared {
+    /// How long a task may take to (re)connect and have two commands answered: the connection
+    /// timeout plus twice the response timeout (saturating: any durations are safe).
+    fn round_trip_bound(&self) -> Duration {
+        let options = self.redis.options();
+        options
+            .connection_timeout
+            .saturating_add(options.response_timeout.saturating_mul(2))
+    }
 }
 
 /// The bus of one node among nodes sharing a Redis: a unique [`NodeTag`] while it lives,
@@ -89,9 +101,11 @@ impl RedisBus {
     /// Joins the nodes on `redis` (under its prefix): claims a tag, opens the pub/sub and inbox
     /// connections, and starts the background tasks.
     ///
-    /// Fails as [`StoreError::Unavailable`] when Redis cannot be reached (nothing is left
-    /// running).
+    /// Fails as [`StoreError::Unavailable`] when `options` cannot work (see
+    /// [`BusOptions::validate`]; checked before anything is written) or Redis cannot be
+    /// reached (nothing is left running).
     pub async fn start(redis: Redis, options: BusOptions) -> Result<Self, StoreError> {
+        options.validate()?;
         let mut random = [0u8; 8];
         getrandom::fill(&mut random)
             .map_err(|_| StoreError::Unavailable("the random source failed".into()))?;
@@ -157,8 +171,7 @@ impl RedisBus {
     /// waiting.
     pub async fn stop(&self) {
         self.shared.stop.cancel();
-        let options = self.shared.redis.options();
-        let bound = options.connection_timeout + options.response_timeout * 2;
+        let bound = self.shared.round_trip_bound();
         if tokio::time::timeout(bound, self.tasks.wait())
             .await
             .is_err()
@@ -203,8 +216,7 @@ impl RedisBus {
         self.listener
             .send(Catch { reply: Some(reply) })
             .map_err(|_| StoreError::Unavailable("the bus is stopped".into()))?;
-        let options = self.shared.redis.options();
-        let bound = options.connection_timeout + options.response_timeout * 2;
+        let bound = self.shared.round_trip_bound();
         match tokio::time::timeout(bound, confirmed).await {
             Ok(Ok(Ok(()))) => Ok(subscription),
             Ok(Ok(Err(error))) => Err(error),

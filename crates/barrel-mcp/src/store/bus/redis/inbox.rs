@@ -95,7 +95,12 @@ pub(super) async fn connect(shared: &Shared) -> Result<MultiplexedConnection, St
     let options = shared.redis.options();
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(options.connection_timeout))
-        .set_response_timeout(Some(shared.options.inbox_block + options.response_timeout));
+        .set_response_timeout(Some(
+            shared
+                .options
+                .inbox_block
+                .saturating_add(options.response_timeout),
+        ));
     let made = shared
         .redis
         .client()
@@ -185,7 +190,7 @@ pub(super) async fn run(
                         if !pause(&shared, delay).await {
                             return;
                         }
-                        delay = (delay * 2).min(longest);
+                        delay = delay.saturating_mul(2).min(longest);
                         continue;
                     }
                 }
@@ -204,7 +209,7 @@ pub(super) async fn run(
                 if !pause(&shared, delay).await {
                     return;
                 }
-                delay = (delay * 2).min(longest);
+                delay = delay.saturating_mul(2).min(longest);
                 if matches!(error, StoreError::Corrupt(_)) {
                     connection = Some(reader);
                 }

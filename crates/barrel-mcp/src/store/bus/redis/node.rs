@@ -14,11 +14,12 @@
 
 use std::sync::Arc;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::Script;
 
 use super::Shared;
-use crate::store::{NodeTag, StoreError};
+use crate::store::{LONGEST_TTL, NodeTag, StoreError};
 
 /// How many tags one claim tries before it gives up (each is taken only by a live node).
 const CLAIM_ATTEMPTS: u32 = 64;
@@ -35,13 +36,12 @@ for _ = 1, tonumber(ARGV[7]) do
     tag = 1
     redis.call('SET', KEYS[1], 1)
   end
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
   if redis.call('SET', ARGV[1] .. '{' .. tag .. '}', ARGV[3], 'NX', 'PX', ARGV[4]) then
     redis.call('DEL', ARGV[2] .. '{' .. tag .. '}')
-    redis.call('PEXPIRE', KEYS[1], ARGV[5])
     return tag
   end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 0
 ",
     )
@@ -140,7 +140,12 @@ pub(super) async fn leave(shared: &Shared, tag: NodeTag) -> Result<(), StoreErro
 /// The heartbeat task: renews the membership every `heartbeat_interval`, takes a new tag on a
 /// conflict, and leaves when the bus stops.
 pub(super) async fn run(shared: Arc<Shared>) {
-    let mut tick = tokio::time::interval(shared.options.heartbeat_interval);
+    // Validated at start to be at least 1 ms; `interval` panics on zero.
+    let period = shared
+        .options
+        .heartbeat_interval
+        .max(Duration::from_millis(1));
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The first tick is now: the claim just wrote the membership.
     tick.tick().await;
@@ -179,9 +184,11 @@ pub(super) async fn run(shared: Arc<Shared>) {
     }
 }
 
-/// `duration` in whole milliseconds, at least 1 (Redis refuses `PX 0`).
-pub(super) fn millis(duration: std::time::Duration) -> u64 {
-    u64::try_from(duration.as_millis())
+/// `duration` in whole milliseconds, at least 1 (Redis refuses `PX 0`) and at most
+/// [`LONGEST_TTL`]'s (Redis refuses an expiry past its clock's range). The options are
+/// validated at start; this keeps any value safe all the same.
+pub(super) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.min(LONGEST_TTL).as_millis())
         .unwrap_or(u64::MAX)
         .max(1)
 }

@@ -147,7 +147,9 @@ impl Listener {
                     },
                 }
             }
-            delay = (delay * 2).min(longest.max(FIRST_RECONNECT_DELAY));
+            delay = delay
+                .saturating_mul(2)
+                .min(longest.max(FIRST_RECONNECT_DELAY));
         }
     }
 
@@ -164,7 +166,13 @@ impl Listener {
             tracing::debug!("the bus listens again: a gap for every subscriber");
             self.shared.fanout.gap_all();
         }
-        let mut probe = tokio::time::interval(self.shared.options.ping_interval);
+        // Validated at start to be at least 1 ms; `interval` panics on zero.
+        let period = self
+            .shared
+            .options
+            .ping_interval
+            .max(Duration::from_millis(1));
+        let mut probe = tokio::time::interval(period);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         probe.tick().await;
         loop {

@@ -1,14 +1,14 @@
-//! Membership on Redis: a heartbeat conflict (this node moves to a new tag) and a Redis
-//! restarted without its data.
+//! Membership on Redis: a heartbeat conflict (this node moves to a new tag), a Redis
+//! restarted without its data, and options refused before anything starts.
 
 use std::time::Duration;
 
-use barrel_mcp::store::{Bus, Delivery, NodeTag, Topic};
+use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Topic};
 use bytes::Bytes;
 
 use super::{eventually, node};
 use crate::bus::{message, next, quick};
-use crate::support::redis::{RedisProcess, plain, shared, unique_prefix};
+use crate::support::redis::{RedisProcess, connect, keys_under, plain, shared, unique_prefix};
 use crate::support::within;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,6 +101,66 @@ async fn a_redis_restarted_empty_is_a_gap_and_the_nodes_rejoin() {
             .await
             .unwrap();
         assert!(counter >= a.node().get().max(b.node().get()));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_that_cannot_work_are_refused_at_start() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("options");
+        let cases = [
+            (
+                "heartbeat_interval",
+                BusOptions {
+                    heartbeat_interval: Duration::ZERO,
+                    ..quick()
+                },
+            ),
+            (
+                "ping_interval",
+                BusOptions {
+                    ping_interval: Duration::ZERO,
+                    ..quick()
+                },
+            ),
+            (
+                "heartbeat_expiry",
+                BusOptions {
+                    heartbeat_expiry: Duration::from_millis(100),
+                    ..quick()
+                },
+            ),
+            (
+                "tag_counter_ttl",
+                BusOptions {
+                    tag_counter_ttl: Duration::MAX,
+                    ..quick()
+                },
+            ),
+            (
+                "inbox_ttl",
+                BusOptions {
+                    inbox_ttl: Duration::from_secs(u64::MAX / 1000),
+                    ..quick()
+                },
+            ),
+            (
+                "inbox_capacity",
+                BusOptions {
+                    inbox_capacity: 0,
+                    ..quick()
+                },
+            ),
+        ];
+        for (field, options) in cases {
+            let refused = RedisBus::start(connect(&url, &prefix).await, options).await;
+            let error = refused.expect_err(field).to_string();
+            assert!(error.contains(field), "{field}: {error}");
+        }
+        // Refused before anything was written.
+        assert_eq!(keys_under(&url, &prefix).await, Vec::<String>::new());
     })
     .await;
 }
