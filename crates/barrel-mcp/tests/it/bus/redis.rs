@@ -43,6 +43,25 @@ fn make() -> Make {
 
 bus_suite!(make);
 
+/// The instance id in the membership record of `tag` (what names its inbox).
+async fn instance_of(url: &str, prefix: &str, tag: NodeTag) -> String {
+    let record: String = ::redis::cmd("GET")
+        .arg(format!("{prefix}:node:{{{tag}}}"))
+        .query_async(&mut plain(url).await)
+        .await
+        .expect("a membership record");
+    let record: serde_json::Value = serde_json::from_str(&record).expect("a JSON record");
+    record["i"].as_str().expect("an instance id").to_owned()
+}
+
+/// The inbox stream of the node holding `tag`.
+async fn inbox_key(url: &str, prefix: &str, tag: NodeTag) -> String {
+    format!(
+        "{prefix}:n:{{{tag}}}:{}",
+        instance_of(url, prefix, tag).await
+    )
+}
+
 /// Polls `check` every 20 ms until it holds, failing after `within`.
 async fn eventually<F: AsyncFnMut() -> bool>(within: Duration, what: &str, mut check: F) {
     let deadline = Instant::now() + within;
@@ -96,7 +115,7 @@ async fn repeats_and_unreadable_entries_in_an_inbox_are_dropped() {
         let prefix = unique_prefix("repeats");
         let b = node(&url, &prefix, quick()).await;
         let mut inbox = b.inbox().unwrap();
-        let stream = format!("{prefix}:n:{{{}}}", b.node());
+        let stream = inbox_key(&url, &prefix, b.node()).await;
         let mut connection = plain(&url).await;
         // What a retried send leaves: the same message twice, then a foreign entry.
         for (id, from) in [("m1", "5"), ("m1", "5"), ("m2", "not a tag"), ("m3", "5")] {

@@ -1,10 +1,16 @@
-//! Directed messages on Redis: each node's inbox is a stream, `P:n:{tag}`.
+//! Directed messages on Redis: each node's inbox is a stream, `P:n:{tag}:<instance>`, named
+//! by the instance that holds the tag.
 //!
 //! - `SEND` appends a message to the target's inbox, in one atomic script, only if the target
 //!   is a member (a gone node gets nothing, and the sender hears so) and its inbox holds fewer
 //!   than `inbox_capacity` unread messages (beyond, the sender hears "full" rather than a
-//!   message being trimmed away unseen); it renews the inbox's expiry. A failed attempt is
-//!   retried with the same message id.
+//!   message being trimmed away unseen); it renews the inbox's expiry. The script reads the
+//!   holder's instance id from the membership record `P:node:{tag}`, so a message goes to the
+//!   instance that holds the tag *now*: after a failover without data, when a new node took
+//!   tag T while the old holder had not noticed yet, the old holder reads its own inbox, which
+//!   nobody writes to any more, and never takes (nor trims) the new holder's messages. A record
+//!   this version cannot read is `Corrupt`. A failed attempt is retried with the same message
+//!   id.
 //! - The reader, on a connection of its own (a blocking read would stall every command behind
 //!   it on the shared one), loops on `XREAD BLOCK`, resumes after the last entry it read when
 //!   it reconnects, hands the messages to the [`Inbox`](crate::store::bus::Inbox) (waiting
@@ -31,16 +37,24 @@ pub(super) const DELIVERY_BUFFER: usize = 64;
 /// The first pause before reconnecting (doubling up to the Redis options' longest).
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(50);
 
-/// `SEND` (keys: the target's membership and inbox; args: message id, sender tag, body,
-/// capacity, inbox ttl ms). Returns 1 when sent, 0 when the target is not a member, -1 when its
-/// inbox is full.
+/// `SEND` (keys: the target's membership; args: message id, sender tag, body, capacity, inbox
+/// ttl ms, inbox stem, target tag). Returns 1 when sent, 0 when the target is not a member, -1
+/// when its inbox is full, -2 when its membership record is unreadable. The inbox's name comes
+/// from the record (the holder's instance id: 16 hex digits), so it is not a declared key.
 static SEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
-redis.call('XADD', KEYS[2], '*', 'i', ARGV[1], 'f', ARGV[2], 'b', ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
+local holder = redis.call('GET', KEYS[1])
+if not holder then return 0 end
+local ok, record = pcall(cjson.decode, holder)
+if not ok or type(record) ~= 'table' or type(record.i) ~= 'string'
+  or not string.match(record.i, '^' .. string.rep('%x', 16) .. '$') then
+  return -2
+end
+local inbox = ARGV[6] .. '{' .. ARGV[7] .. '}:' .. record.i
+if redis.call('XLEN', inbox) >= tonumber(ARGV[4]) then return -1 end
+redis.call('XADD', inbox, '*', 'i', ARGV[1], 'f', ARGV[2], 'b', ARGV[3])
+redis.call('PEXPIRE', inbox, ARGV[5])
 return 1
 ",
     )
@@ -63,12 +77,13 @@ pub(super) async fn send(
         let from = *shared.tag.borrow();
         let sent: Result<i64, _> = SEND
             .key(shared.keys.node(to))
-            .key(shared.keys.inbox(to))
             .arg(id)
             .arg(from.get())
             .arg(body)
             .arg(shared.options.inbox_capacity)
             .arg(millis(shared.options.inbox_ttl))
+            .arg(shared.keys.inbox_stem())
+            .arg(to.get())
             .invoke_async(&mut shared.redis.commands())
             .await;
         match sent {
@@ -77,6 +92,11 @@ pub(super) async fn send(
             Ok(-1) => {
                 return Err(StoreError::Unavailable(format!(
                     "the inbox of node {to} is full"
+                )));
+            }
+            Ok(-2) => {
+                return Err(StoreError::Corrupt(format!(
+                    "the membership record of node {to} is unreadable"
                 )));
             }
             Ok(other) => {
@@ -196,7 +216,7 @@ pub(super) async fn run(
                 }
             }
         };
-        let key = shared.keys.inbox(tag);
+        let key = shared.keys.inbox(tag, &shared.instance);
         let read = tokio::select! {
             biased;
             () = shared.stop.cancelled() => return,

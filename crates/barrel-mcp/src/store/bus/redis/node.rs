@@ -2,15 +2,16 @@
 //!
 //! - `CLAIM` issues a tag: `INCR P:nodes:next` (from 1; past [`NodeTag::MAX`] it starts at 1
 //!   again), then `SET P:node:{tag} NX`: a tag some live node holds is skipped, so two live
-//!   nodes never share one, even after the counter was lost. The new node's inbox starts empty.
+//!   nodes never share one, even after the counter was lost. The new holder's inbox
+//!   (`P:n:{tag}:<instance>`) starts empty.
 //! - `BEAT` renews the membership if it is missing or this instance's, and reports a conflict
 //!   otherwise: another instance took the tag (Redis lost its data, the counter restarted, and
 //!   a new node got this tag while this one could not renew). The node then claims a new tag and
 //!   announces it on [`Bus::node_changes`](crate::store::bus::Bus::node_changes). Each beat also
 //!   keeps the counter at least at this node's tag (so a restarted counter skips past the live
 //!   nodes), and renews the counter's and the inbox's expiry.
-//! - `LEAVE` deletes the membership and the inbox if they are still this instance's, when the
-//!   bus stops: the node is at once no longer alive.
+//! - `LEAVE` deletes the membership if it is still this instance's, and this instance's inbox,
+//!   when the bus stops: the node is at once no longer alive.
 
 use std::sync::Arc;
 use std::sync::LazyLock;
@@ -25,7 +26,7 @@ use crate::store::{LONGEST_TTL, NodeTag, StoreError};
 const CLAIM_ATTEMPTS: u32 = 64;
 
 /// `CLAIM` (keys: counter; args: node stem, inbox stem, record, expiry ms, counter ttl ms,
-/// largest tag, attempts). Returns the tag, or 0 when every tag tried is held.
+/// largest tag, attempts, instance id). Returns the tag, or 0 when every tag tried is held.
 static CLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -38,7 +39,7 @@ for _ = 1, tonumber(ARGV[7]) do
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[5])
   if redis.call('SET', ARGV[1] .. '{' .. tag .. '}', ARGV[3], 'NX', 'PX', ARGV[4]) then
-    redis.call('DEL', ARGV[2] .. '{' .. tag .. '}')
+    redis.call('DEL', ARGV[2] .. '{' .. tag .. '}:' .. ARGV[8])
     return tag
   end
 end
@@ -67,13 +68,14 @@ return 1
     )
 });
 
-/// `LEAVE` (keys: membership, inbox; args: record). Deletes both if the membership is this
-/// instance's; returns 1 then, else 0.
+/// `LEAVE` (keys: membership, this instance's inbox; args: record). Deletes the inbox, and the
+/// membership if it is this instance's; returns 1 then, else 0.
 static LEAVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
+redis.call('DEL', KEYS[2])
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('DEL', KEYS[1])
   return 1
 end
 return 0
@@ -93,6 +95,7 @@ pub(super) async fn claim(shared: &Shared) -> Result<NodeTag, StoreError> {
         .arg(millis(options.tag_counter_ttl))
         .arg(NodeTag::MAX)
         .arg(CLAIM_ATTEMPTS)
+        .arg(&shared.instance)
         .invoke_async(&mut shared.redis.commands())
         .await
         .map_err(|e| shared.redis.fail(&e))?;
@@ -113,7 +116,7 @@ async fn beat(shared: &Shared, tag: NodeTag) -> Result<bool, StoreError> {
     let renewed: i64 = BEAT
         .key(shared.keys.node(tag))
         .key(shared.keys.counter())
-        .key(shared.keys.inbox(tag))
+        .key(shared.keys.inbox(tag, &shared.instance))
         .arg(&shared.record)
         .arg(millis(options.heartbeat_expiry))
         .arg(millis(options.tag_counter_ttl))
@@ -129,7 +132,7 @@ async fn beat(shared: &Shared, tag: NodeTag) -> Result<bool, StoreError> {
 pub(super) async fn leave(shared: &Shared, tag: NodeTag) -> Result<(), StoreError> {
     let _: i64 = LEAVE
         .key(shared.keys.node(tag))
-        .key(shared.keys.inbox(tag))
+        .key(shared.keys.inbox(tag, &shared.instance))
         .arg(&shared.record)
         .invoke_async(&mut shared.redis.commands())
         .await

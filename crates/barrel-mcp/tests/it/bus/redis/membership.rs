@@ -1,15 +1,47 @@
-//! Membership on Redis: a heartbeat conflict (this node moves to a new tag), a Redis
-//! restarted without its data, and options refused before anything starts.
+//! Membership on Redis: a tag another instance took (its messages go to that instance, and
+//! this node moves to a new tag), a Redis restarted without its data, and options refused
+//! before anything starts.
 
 use std::time::Duration;
 
 use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Topic};
 use bytes::Bytes;
+use tokio::sync::watch;
 
 use super::{eventually, node};
 use crate::bus::{message, next, quick};
 use crate::support::redis::{RedisProcess, connect, keys_under, plain, shared, unique_prefix};
 use crate::support::within;
+
+/// Writes the membership record of another instance, `instance`, for `tag` (as a node that
+/// claimed it after Redis lost its data would).
+async fn intrude(url: &str, prefix: &str, tag: NodeTag, instance: &str) {
+    let record = serde_json::json!({"i": instance, "n": "intruder", "t": 0}).to_string();
+    let _: () = ::redis::cmd("SET")
+        .arg(format!("{prefix}:node:{{{tag}}}"))
+        .arg(record)
+        .arg("PX")
+        .arg(60_000)
+        .query_async(&mut plain(url).await)
+        .await
+        .unwrap();
+}
+
+/// The node's next tag other than `old`, within 5 s (a lapse renewed meanwhile announces the
+/// same tag again: skipped).
+async fn new_tag(changes: &mut watch::Receiver<NodeTag>, old: NodeTag) -> NodeTag {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            changes.changed().await.expect("the bus runs");
+            let tag = *changes.borrow_and_update();
+            if tag != old {
+                return tag;
+            }
+        }
+    })
+    .await
+    .expect("a new tag within 5 s")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heartbeat_conflict_takes_a_new_tag() {
@@ -23,32 +55,17 @@ async fn a_heartbeat_conflict_takes_a_new_tag() {
         let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
         let mut inbox = a.inbox().unwrap();
         // Another instance takes A's tag (as after Redis lost its data and issued it again).
-        let key = format!("{prefix}:node:{{{old}}}");
-        let _: () = ::redis::cmd("SET")
-            .arg(&key)
-            .arg("another instance")
-            .arg("PX")
-            .arg(60_000)
-            .query_async(&mut plain(&url).await)
-            .await
-            .unwrap();
-        tokio::time::timeout(Duration::from_secs(5), changes.changed())
-            .await
-            .expect("a new tag within 5 s")
-            .unwrap();
-        let fresh = *changes.borrow_and_update();
-        assert_ne!(fresh, old);
+        intrude(&url, &prefix, old, "00000000000000aa").await;
+        let fresh = new_tag(&mut changes, old).await;
         assert_ne!(fresh, b.node());
         assert_ne!(fresh, NodeTag::LOCAL);
         assert_eq!(a.node(), fresh);
         assert!(b.alive(fresh).await.unwrap());
         // The other instance keeps the old tag.
-        let holder: String = ::redis::cmd("GET")
-            .arg(&key)
-            .query_async(&mut plain(&url).await)
-            .await
-            .unwrap();
-        assert_eq!(holder, "another instance");
+        assert_eq!(
+            super::instance_of(&url, &prefix, old).await,
+            "00000000000000aa"
+        );
         // Directed messages reach A under its new tag; broadcasts still flow both ways.
         assert!(b.send(fresh, "hello".into()).await.unwrap());
         let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
@@ -161,6 +178,57 @@ async fn options_that_cannot_work_are_refused_at_start() {
         }
         // Refused before anything was written.
         assert_eq!(keys_under(&url, &prefix).await, Vec::<String>::new());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_tag_s_messages_reach_the_new_holder_only() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("taken");
+        let a = node(&url, &prefix, quick()).await;
+        // B beats slowly: it keeps reading under its old tag for up to a second.
+        let slow = BusOptions {
+            heartbeat_interval: Duration::from_secs(1),
+            heartbeat_expiry: Duration::from_secs(3),
+            ..quick()
+        };
+        let b = node(&url, &prefix, slow).await;
+        let old = b.node();
+        let mut changes = b.node_changes();
+        let mut inbox = b.inbox().unwrap();
+        // Another instance claims B's tag (after a failover without data) ...
+        let intruder = "0123456789abcdef";
+        intrude(&url, &prefix, old, intruder).await;
+        // ... and what is sent to that tag now is for it.
+        for n in 0..5 {
+            assert!(a.send(old, Bytes::from(n.to_string())).await.unwrap());
+        }
+        let fresh = new_tag(&mut changes, old).await;
+        // Nobody read or trimmed the new holder's messages: B took none of them.
+        let held: usize = ::redis::cmd("XLEN")
+            .arg(format!("{prefix}:n:{{{old}}}:{intruder}"))
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert_eq!(held, 5);
+        assert!(a.send(fresh, "marker".into()).await.unwrap());
+        let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.body, Bytes::from("marker"), "B read another's message");
+        // A membership record this version cannot read is said so, not taken as absent.
+        let _: () = ::redis::cmd("SET")
+            .arg(format!("{prefix}:node:{{{old}}}"))
+            .arg("not a record")
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert!(crate::support::redis::corrupt(
+            &a.send(old, "x".into()).await
+        ));
     })
     .await;
 }
