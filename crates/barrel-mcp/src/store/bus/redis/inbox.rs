@@ -15,7 +15,8 @@
 //!   it on the shared one), loops on `XREAD BLOCK`, resumes after the last entry it read when
 //!   it reconnects, hands the messages to the [`Inbox`](crate::store::bus::Inbox) (waiting
 //!   while it is full: unread messages stay in Redis), drops ids it has seen, and trims what it
-//!   handed over. When the node's tag changes, it reads the new tag's inbox from its start.
+//!   handed over (`XTRIM MINID` with the id after the last one read, so nothing read stays).
+//!   When the node's tag changes, it reads the new tag's inbox from its start.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, LazyLock};
@@ -255,10 +256,11 @@ pub(super) async fn run(
             }
         }
         if read_any {
+            // `MINID` keeps the entry it names: trim from the one after the last read.
             let trimmed: Result<i64, _> = redis::cmd("XTRIM")
                 .arg(&key)
                 .arg("MINID")
-                .arg(&after)
+                .arg(following(&after).as_deref().unwrap_or(&after))
                 .query_async(&mut reader)
                 .await;
             if let Err(error) = trimmed {
@@ -266,6 +268,16 @@ pub(super) async fn run(
             }
         }
         connection = Some(reader);
+    }
+}
+
+/// The smallest stream id after `id` (`<ms>-<seq>`), if `id` is one.
+fn following(id: &str) -> Option<String> {
+    let (ms, seq) = id.split_once('-')?;
+    let (ms, seq) = (ms.parse::<u64>().ok()?, seq.parse::<u64>().ok()?);
+    match seq.checked_add(1) {
+        Some(seq) => Some(format!("{ms}-{seq}")),
+        None => ms.checked_add(1).map(|ms| format!("{ms}-0")),
     }
 }
 
@@ -391,6 +403,22 @@ mod tests {
         // "a" left the window.
         assert!(recent.first("a"));
         assert!(recent.ids.len() <= 2 && recent.order.len() <= 2);
+    }
+
+    #[test]
+    fn the_id_after_a_stream_id() {
+        assert_eq!(following("5-0").as_deref(), Some("5-1"));
+        assert_eq!(
+            following("1700000000000-41").as_deref(),
+            Some("1700000000000-42")
+        );
+        assert_eq!(
+            following(&format!("7-{}", u64::MAX)).as_deref(),
+            Some("8-0")
+        );
+        assert_eq!(following(&format!("{}-{}", u64::MAX, u64::MAX)), None);
+        assert_eq!(following("nonsense"), None);
+        assert_eq!(following("1-x"), None);
     }
 
     #[test]
