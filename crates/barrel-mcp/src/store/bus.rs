@@ -200,10 +200,20 @@ pub trait Bus: Send + Sync + 'static {
     /// This node's tag now.
     fn node(&self) -> NodeTag;
 
-    /// This node's tag, watched. It changes only when the bus lost its membership to another
-    /// instance (Redis restarted without its data, and the tag went to another node): ids
-    /// carrying the old tag no longer reach this node, so what was built on them (session
-    /// replicas, streams, outstanding requests) must be dropped.
+    /// This node's tag, watched. A notification means the node's membership was interrupted;
+    /// compare the tag with the one held before:
+    /// - a new tag: the bus lost its membership to another instance (Redis restarted without
+    ///   its data, and the tag went to another node): ids carrying the old tag no longer reach
+    ///   this node, so what was built on them (session replicas, streams, outstanding requests)
+    ///   must be dropped;
+    /// - the same tag: the membership lapsed (the node did not renew it in time: a pause, a
+    ///   slow connection, a failover) and was renewed. Ids carrying the tag reach this node
+    ///   again, but meanwhile other nodes took it for gone (`alive` was false): they may have
+    ///   dropped answers forwarded to it or taken over what it owned (streams, tasks), so
+    ///   re-check in the store what it still owns.
+    ///
+    /// Either way every subscriber of the node also gets a [`Delivery::Gap`]. [`LocalBus`]
+    /// never notifies.
     fn node_changes(&self) -> watch::Receiver<NodeTag>;
 
     /// Broadcasts `body` on `topic` to every *other* node's subscribers, at most once (a node

@@ -4,12 +4,18 @@
 //!   again), then `SET P:node:{tag} NX`: a tag some live node holds is skipped, so two live
 //!   nodes never share one, even after the counter was lost. The new holder's inbox
 //!   (`P:n:{tag}:<instance>`) starts empty.
-//! - `BEAT` renews the membership if it is missing or this instance's, and reports a conflict
-//!   otherwise: another instance took the tag (Redis lost its data, the counter restarted, and
-//!   a new node got this tag while this one could not renew). The node then claims a new tag and
-//!   announces it on [`Bus::node_changes`](crate::store::bus::Bus::node_changes). Each beat also
-//!   keeps the counter at least at this node's tag (so a restarted counter skips past the live
-//!   nodes), and renews the counter's and the inbox's expiry.
+//! - `BEAT` renews the membership if it is this instance's; writes it again if it is missing,
+//!   and says so; and reports a conflict otherwise: another instance took the tag (Redis lost
+//!   its data, the counter restarted, and a new node got this tag while this one could not
+//!   renew). On a conflict the node claims a new tag, gives every subscriber a gap and
+//!   announces the tag on [`Bus::node_changes`](crate::store::bus::Bus::node_changes). A missing membership lapsed:
+//!   the node did not beat within `heartbeat_expiry` (paused, a slow connection, a failover),
+//!   so peers took it for gone meanwhile (they may have dropped answers forwarded to it, taken
+//!   over its streams); the node keeps its tag but announces the renewal too, with the same
+//!   tag, and every subscriber gets a [`Delivery::Gap`](crate::store::bus::Delivery::Gap), so
+//!   callers re-check what they own. Each beat also keeps the counter at least at this node's
+//!   tag (so a restarted counter skips past the live nodes), and renews the counter's and the
+//!   inbox's expiry.
 //! - `LEAVE` deletes the membership if it is still this instance's, and this instance's inbox,
 //!   when the bus stops: the node is at once no longer alive.
 
@@ -49,7 +55,8 @@ return 0
 });
 
 /// `BEAT` (keys: membership, counter, inbox; args: record, expiry ms, counter ttl ms, inbox
-/// ttl ms, tag). Returns 1 when renewed, 0 when another instance holds the tag.
+/// ttl ms, tag). Returns 1 when renewed, 2 when the membership was missing and is written
+/// again, 0 when another instance holds the tag.
 static BEAT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -63,7 +70,8 @@ else
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
 end
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
-return 1
+if holder then return 1 end
+return 2
 ",
     )
 });
@@ -110,8 +118,18 @@ pub(super) async fn claim(shared: &Shared) -> Result<NodeTag, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("the node tag counter gave {tag}")))
 }
 
-/// Renews the membership of `tag`: `Ok(false)` when another instance holds it.
-async fn beat(shared: &Shared, tag: NodeTag) -> Result<bool, StoreError> {
+/// What one heartbeat found.
+enum Beat {
+    /// The membership was this instance's and is renewed.
+    Renewed,
+    /// The membership had lapsed and is written again.
+    Recreated,
+    /// Another instance holds the tag.
+    Taken,
+}
+
+/// Renews the membership of `tag`.
+async fn beat(shared: &Shared, tag: NodeTag) -> Result<Beat, StoreError> {
     let options = &shared.options;
     let renewed: i64 = BEAT
         .key(shared.keys.node(tag))
@@ -125,7 +143,14 @@ async fn beat(shared: &Shared, tag: NodeTag) -> Result<bool, StoreError> {
         .invoke_async(&mut shared.redis.commands())
         .await
         .map_err(|e| shared.redis.fail(&e))?;
-    Ok(renewed == 1)
+    match renewed {
+        1 => Ok(Beat::Renewed),
+        2 => Ok(Beat::Recreated),
+        0 => Ok(Beat::Taken),
+        other => Err(StoreError::Corrupt(format!(
+            "unexpected answer {other} from the heartbeat script"
+        ))),
+    }
 }
 
 /// Gives up the membership of `tag` (and its inbox) if it is still this instance's.
@@ -140,8 +165,8 @@ pub(super) async fn leave(shared: &Shared, tag: NodeTag) -> Result<(), StoreErro
     Ok(())
 }
 
-/// The heartbeat task: renews the membership every `heartbeat_interval`, takes a new tag on a
-/// conflict, and leaves when the bus stops.
+/// The heartbeat task: renews the membership every `heartbeat_interval`, announces a lapsed
+/// one it wrote again, takes a new tag on a conflict, and leaves when the bus stops.
 pub(super) async fn run(shared: Arc<Shared>) {
     // Validated at start to be at least 1 ms; `interval` panics on zero.
     let period = shared
@@ -160,8 +185,18 @@ pub(super) async fn run(shared: Arc<Shared>) {
         }
         let tag = *shared.tag.borrow();
         match beat(&shared, tag).await {
-            Ok(true) => {}
-            Ok(false) => {
+            Ok(Beat::Renewed) => {}
+            Ok(Beat::Recreated) => {
+                tracing::warn!(
+                    node = %tag,
+                    "this node's membership lapsed (no heartbeat within the expiry) and is \
+                     renewed: peers took it for gone meanwhile"
+                );
+                shared.fanout.gap_all();
+                // The same tag, announced again: watchers re-check what they own.
+                shared.tag.send_replace(tag);
+            }
+            Ok(Beat::Taken) => {
                 tracing::warn!(
                     node = %tag,
                     "another bus instance holds this node's tag (Redis lost its data?); \
@@ -170,6 +205,8 @@ pub(super) async fn run(shared: Arc<Shared>) {
                 match claim(&shared).await {
                     Ok(fresh) => {
                         tracing::warn!(old = %tag, new = %fresh, "this node has a new tag");
+                        // While two instances held the tag, broadcasts may have been missed.
+                        shared.fanout.gap_all();
                         shared.tag.send_replace(fresh);
                     }
                     Err(error) => tracing::warn!(%error, "claiming a new node tag failed"),

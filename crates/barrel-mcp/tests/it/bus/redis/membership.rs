@@ -1,8 +1,8 @@
 //! Membership on Redis: a tag another instance took (its messages go to that instance, and
-//! this node moves to a new tag), a Redis restarted without its data, and options refused
-//! before anything starts.
+//! this node moves to a new tag), a membership that lapsed and is renewed (announced, never
+//! silent), a Redis restarted without its data, and options refused before anything starts.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Topic};
 use bytes::Bytes;
@@ -66,6 +66,8 @@ async fn a_heartbeat_conflict_takes_a_new_tag() {
             super::instance_of(&url, &prefix, old).await,
             "00000000000000aa"
         );
+        // A's subscribers hear that messages may have been lost while it moved.
+        assert_eq!(next(&mut on_a).await, Delivery::Gap);
         // Directed messages reach A under its new tag; broadcasts still flow both ways.
         assert!(b.send(fresh, "hello".into()).await.unwrap());
         let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
@@ -92,9 +94,17 @@ async fn a_redis_restarted_empty_is_a_gap_and_the_nodes_rejoin() {
         let b = node(&url, &prefix, quick()).await;
         let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
         let mut inbox = b.inbox().unwrap();
+        let mut changes = b.node_changes();
+        changes.borrow_and_update();
         server.restart();
         // The subscriber hears of the loss once its bus listens to the new server.
         assert_eq!(next(&mut on_b).await, Delivery::Gap);
+        // B's membership went with the data: renewing it is announced, with the same tag.
+        tokio::time::timeout(Duration::from_secs(5), changes.changed())
+            .await
+            .expect("the renewal announced within 5 s")
+            .unwrap();
+        assert_eq!(*changes.borrow_and_update(), b.node());
         // The heartbeats write the memberships again (same tags: nobody took them).
         eventually(Duration::from_secs(5), "b is a member again", async || {
             matches!(a.alive(b.node()).await, Ok(true))
@@ -109,8 +119,20 @@ async fn a_redis_restarted_empty_is_a_gap_and_the_nodes_rejoin() {
             .unwrap()
             .unwrap();
         assert_eq!(got.body, Bytes::from("again"));
-        a.publish(&Topic::Registry, "again".into()).await.unwrap();
-        assert_eq!(next(&mut on_b).await, message(a.node(), "again"));
+        // Broadcasts flow again once B listens to the new server (the gap above may be the
+        // renewal's, not the listener's: publish until one arrives).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            assert!(Instant::now() < deadline, "no broadcast reached b");
+            a.publish(&Topic::Registry, "again".into()).await.unwrap();
+            match tokio::time::timeout(Duration::from_millis(200), on_b.recv()).await {
+                Ok(Some(Delivery::Gap)) | Err(_) => {}
+                Ok(got) => {
+                    assert_eq!(got, Some(message(a.node(), "again")));
+                    break;
+                }
+            }
+        }
         // The counter went with the data; the beats put it back at least at the live tags.
         let counter: u32 = ::redis::cmd("GET")
             .arg(format!("{prefix}:nodes:next"))
@@ -229,6 +251,39 @@ async fn a_taken_tag_s_messages_reach_the_new_holder_only() {
         assert!(crate::support::redis::corrupt(
             &a.send(old, "x".into()).await
         ));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_membership_is_renewed_and_announced() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("lapse");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let tag = a.node();
+        let mut changes = a.node_changes();
+        changes.borrow_and_update();
+        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        // A's membership expires (A was paused, or its connection slow, for longer than the
+        // expiry): meanwhile B takes A for gone.
+        let _: i64 = ::redis::cmd("DEL")
+            .arg(format!("{prefix}:node:{{{tag}}}"))
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        // A renews it under the same tag, and says so: its watchers and subscribers hear.
+        tokio::time::timeout(Duration::from_secs(5), changes.changed())
+            .await
+            .expect("the renewal announced within 5 s")
+            .unwrap();
+        assert_eq!(*changes.borrow_and_update(), tag);
+        assert_eq!(a.node(), tag);
+        assert_eq!(next(&mut on_a).await, Delivery::Gap);
+        assert!(b.alive(tag).await.unwrap());
+        b.publish(&Topic::Registry, "after".into()).await.unwrap();
+        assert_eq!(next(&mut on_a).await, message(b.node(), "after"));
     })
     .await;
 }
