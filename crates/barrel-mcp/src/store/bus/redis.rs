@@ -41,8 +41,10 @@ struct Shared {
     options: BusOptions,
     /// The value of this instance's membership key: its random id, name and start time.
     record: String,
-    /// This instance's random id, in hex.
+    /// This instance's random id, in hex (in its membership record and inbox name).
     instance: String,
+    /// The same id as it heads the broadcasts of this instance.
+    instance_id: [u8; 8],
     /// The node's tag now.
     tag: watch::Sender<NodeTag>,
     fanout: Arc<Fanout>,
@@ -129,6 +131,7 @@ impl RedisBus {
             options,
             record,
             instance,
+            instance_id: random,
             tag: watch::Sender::new(NodeTag::LOCAL),
             fanout,
             stop: CancellationToken::new(),
@@ -195,7 +198,7 @@ impl RedisBus {
 
     async fn publish_now(&self, topic: &Topic, body: Bytes) -> Result<(), StoreError> {
         self.running()?;
-        let payload = pubsub::encode(self.node(), &body);
+        let payload = pubsub::encode(self.node(), &self.shared.instance_id, &body);
         let _: i64 = redis::cmd("PUBLISH")
             .arg(self.shared.keys.channel(topic))
             .arg(payload)

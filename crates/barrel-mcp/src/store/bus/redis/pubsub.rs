@@ -13,8 +13,11 @@
 //! catch up and waits for the confirmation, a dropped last subscriber asks it too (without
 //! waiting), so subscribes and unsubscribes reach Redis in the order they were made.
 //!
-//! A message is a 4-byte header, version `1` then the origin's 24-bit tag (big endian), then
-//! the body. A node drops its own messages; an unreadable one is a gap for its topic.
+//! A message is a 12-byte header, version `2`, the origin's 24-bit tag (big endian) and its
+//! 8-byte instance id, then the body. A node drops its own messages by instance id, not by
+//! tag: two instances briefly holding one tag (after a failover without data, until the
+//! heartbeat sorts it out) still hear each other. An unreadable message is a gap for its
+//! topic.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,7 +35,9 @@ use crate::store::{NodeTag, StoreError};
 /// The first pause before reconnecting (doubling up to the Redis options' longest).
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(50);
 /// The version byte of a message's header.
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// The length of a message's header: version, tag, instance id.
+const HEADER: usize = 1 + 3 + 8;
 
 /// A request to the listener: listen to the channels of exactly the topics that have
 /// subscribers now, and say (if asked) whether it does.
@@ -40,24 +45,39 @@ pub(super) struct Catch {
     pub(super) reply: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
 
-/// `body` published by `origin`, as it travels.
-pub(super) fn encode(origin: NodeTag, body: &[u8]) -> Vec<u8> {
+/// `body` published by instance `instance` holding tag `origin`, as it travels.
+pub(super) fn encode(origin: NodeTag, instance: &[u8; 8], body: &[u8]) -> Vec<u8> {
     let tag = origin.get().to_be_bytes();
-    let mut payload = Vec::with_capacity(4 + body.len());
+    let mut payload = Vec::with_capacity(HEADER + body.len());
     payload.push(VERSION);
     payload.extend_from_slice(&tag[1..]);
+    payload.extend_from_slice(instance);
     payload.extend_from_slice(body);
     payload
 }
 
-/// The origin and body of a message, if it is one this version reads.
-fn decode(payload: &[u8]) -> Option<(NodeTag, &[u8])> {
-    match payload {
-        [VERSION, a, b, c, body @ ..] => {
-            NodeTag::new(u32::from_be_bytes([0, *a, *b, *c])).map(|tag| (tag, body))
-        }
-        _ => None,
+/// A message as it arrives.
+#[derive(Debug, PartialEq, Eq)]
+struct Decoded<'a> {
+    origin: NodeTag,
+    instance: [u8; 8],
+    body: &'a [u8],
+}
+
+/// The origin, instance and body of a message, if it is one this version reads.
+fn decode(payload: &[u8]) -> Option<Decoded<'_>> {
+    let (header, body) = payload.split_at_checked(HEADER)?;
+    let (&version, rest) = header.split_first()?;
+    let (tag, instance) = rest.split_at_checked(3)?;
+    if version != VERSION {
+        return None;
     }
+    let origin = NodeTag::new(u32::from_be_bytes([0, tag[0], tag[1], tag[2]]))?;
+    Some(Decoded {
+        origin,
+        instance: instance.try_into().ok()?,
+        body,
+    })
 }
 
 /// Opens a pub/sub connection, within the connection timeout.
@@ -276,12 +296,13 @@ impl Listener {
                 tracing::warn!(?topic, "an unreadable bus message, taken as a gap");
                 self.shared.fanout.deliver(topic, &Delivery::Gap);
             }
-            Some((origin, _)) if origin == *self.shared.tag.borrow() => {}
-            Some((origin, body)) => self.shared.fanout.deliver(
+            // This instance's own echo (another instance on the same tag is heard).
+            Some(decoded) if decoded.instance == self.shared.instance_id => {}
+            Some(decoded) => self.shared.fanout.deliver(
                 topic,
                 &Delivery::Message {
-                    origin,
-                    body: Bytes::copy_from_slice(body),
+                    origin: decoded.origin,
+                    body: Bytes::copy_from_slice(decoded.body),
                 },
             ),
         }
@@ -299,17 +320,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_carry_their_origin() {
+    fn messages_carry_their_origin_and_instance() {
         let tag = NodeTag::new(NodeTag::MAX).unwrap();
-        let payload = encode(tag, b"hello");
-        assert_eq!(payload.len(), 4 + 5);
-        assert_eq!(decode(&payload), Some((tag, &b"hello"[..])));
+        let instance = [1, 2, 3, 4, 5, 6, 7, 8];
+        let payload = encode(tag, &instance, b"hello");
+        assert_eq!(payload.len(), HEADER + 5);
         assert_eq!(
-            decode(&encode(NodeTag::LOCAL, b"")),
+            decode(&payload),
+            Some(Decoded {
+                origin: tag,
+                instance,
+                body: b"hello"
+            })
+        );
+        let empty = encode(NodeTag::LOCAL, &[0; 8], b"");
+        assert_eq!(
+            decode(&empty).map(|d| (d.origin, d.body)),
             Some((NodeTag::LOCAL, &b""[..]))
         );
-        assert_eq!(decode(b"\x02abc"), None);
-        assert_eq!(decode(b"\x01ab"), None);
+        // Another version, a short header, nothing: unreadable.
+        let mut other = payload.clone();
+        other[0] = 1;
+        assert_eq!(decode(&other), None);
+        assert_eq!(decode(&payload[..HEADER - 1]), None);
         assert_eq!(decode(b""), None);
     }
 }

@@ -1,4 +1,6 @@
-//! Pub/sub on Redis: a killed connection (a gap, then messages again) and unsubscribing.
+//! Pub/sub on Redis: a killed connection (a gap, then messages again), unsubscribing, and
+//! another instance publishing under this node's tag (heard: only this instance's echo is
+//! dropped).
 
 use std::time::{Duration, Instant};
 
@@ -89,6 +91,38 @@ async fn the_last_subscriber_gone_unsubscribes_the_channel() {
         // Subscribing again listens again.
         let _again = bus.subscribe(&topic).await.unwrap();
         assert_eq!(listeners(&url, &channel).await, 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_instance_on_this_tag_is_heard() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("twin");
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        // Another instance publishing under A's tag (two instances hold one tag until a
+        // heartbeat sorts it out): header version 2, the 24-bit tag, the 8-byte instance id.
+        let mut payload = vec![2u8];
+        payload.extend_from_slice(&a.node().get().to_be_bytes()[1..]);
+        payload.extend_from_slice(&[0xee; 8]);
+        payload.extend_from_slice(b"twin");
+        let _: i64 = ::redis::cmd("PUBLISH")
+            .arg(format!("{prefix}:b"))
+            .arg(payload)
+            .query_async(&mut plain(&url).await)
+            .await
+            .unwrap();
+        assert_eq!(next(&mut on_a).await, message(a.node(), "twin"));
+        assert_eq!(next(&mut on_b).await, message(a.node(), "twin"));
+        // A's own publications still never come back to it.
+        a.publish(&Topic::Registry, "own".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "own"));
+        b.publish(&Topic::Registry, "marker".into()).await.unwrap();
+        assert_eq!(next(&mut on_a).await, message(b.node(), "marker"));
     })
     .await;
 }
