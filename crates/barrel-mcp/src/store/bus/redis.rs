@@ -10,6 +10,7 @@
 //! Publications and sends go through the shared command connection
 //! ([`Redis::commands`]). The keys and channels are listed in `keys.rs`; every key expires.
 
+mod header;
 mod inbox;
 mod keys;
 mod node;
@@ -122,7 +123,10 @@ impl RedisBus {
         let fanout = Fanout::new(
             options.subscription_capacity,
             Some(Box::new(move || {
-                let _ = emptied.send(Catch { reply: None });
+                let _ = emptied.send(Catch {
+                    topic: None,
+                    reply: None,
+                });
             })),
         );
         let mut shared = Shared {
@@ -198,7 +202,7 @@ impl RedisBus {
 
     async fn publish_now(&self, topic: &Topic, body: Bytes) -> Result<(), StoreError> {
         self.running()?;
-        let payload = pubsub::encode(self.node(), &self.shared.instance_id, &body);
+        let payload = header::encode(self.node(), &self.shared.instance_id, &body);
         let _: i64 = redis::cmd("PUBLISH")
             .arg(self.shared.keys.channel(topic))
             .arg(payload)
@@ -217,7 +221,10 @@ impl RedisBus {
             .ok_or_else(|| StoreError::Unavailable("the bus is stopped".into()))?;
         let (reply, confirmed) = oneshot::channel();
         self.listener
-            .send(Catch { reply: Some(reply) })
+            .send(Catch {
+                topic: Some(topic.clone()),
+                reply: Some(reply),
+            })
             .map_err(|_| StoreError::Unavailable("the bus is stopped".into()))?;
         let bound = self.shared.round_trip_bound();
         match tokio::time::timeout(bound, confirmed).await {

@@ -12,10 +12,10 @@ mod pubsub;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use barrel_mcp::store::{Bus, BusOptions, NodeTag, RedisBus, Topic};
+use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Subscription, Topic};
 use bytes::Bytes;
 
-use super::{Make, Pair, bus_suite, quick};
+use super::{Make, Pair, bus_suite, message, quick};
 use crate::support::redis::{RedisProcess, connect, keys_under, plain, shared, unique_prefix};
 use crate::support::within;
 
@@ -60,6 +60,25 @@ async fn inbox_key(url: &str, prefix: &str, tag: NodeTag) -> String {
         "{prefix}:n:{{{tag}}}:{}",
         instance_of(url, prefix, tag).await
     )
+}
+
+/// Publishes `body` from `from` until `on` gets it (gaps skipped), within 5 s: for a
+/// subscriber whose bus may not listen again yet.
+async fn heard_again(from: &RedisBus, on: &mut Subscription, body: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        assert!(Instant::now() < deadline, "{body:?} not heard within 5 s");
+        from.publish(on.topic(), Bytes::copy_from_slice(body.as_bytes()))
+            .await
+            .unwrap();
+        match tokio::time::timeout(Duration::from_millis(200), on.recv()).await {
+            Ok(Some(Delivery::Gap)) | Err(_) => {}
+            Ok(got) => {
+                assert_eq!(got, Some(message(from.node(), body)));
+                return;
+            }
+        }
+    }
 }
 
 /// Polls `check` every 20 ms until it holds, failing after `within`.

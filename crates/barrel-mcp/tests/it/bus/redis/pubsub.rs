@@ -1,6 +1,7 @@
-//! Pub/sub on Redis: a killed connection (a gap, then messages again), unsubscribing, and
-//! another instance publishing under this node's tag (heard: only this instance's echo is
-//! dropped).
+//! Pub/sub on Redis: a killed connection (a gap, then messages again), a connection killed as
+//! soon as it listens (retried with a growing pause, not at full speed), a channel Redis
+//! refuses (that subscribe fails, the others keep listening), unsubscribing, and another
+//! instance publishing under this node's tag (heard: only this instance's echo is dropped).
 
 use std::time::{Duration, Instant};
 
@@ -123,6 +124,91 @@ async fn another_instance_on_this_tag_is_heard() {
         assert_eq!(next(&mut on_b).await, message(a.node(), "own"));
         b.publish(&Topic::Registry, "marker".into()).await.unwrap();
         assert_eq!(next(&mut on_a).await, message(b.node(), "marker"));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_redis_refuses_fails_that_subscribe_only() {
+    within(async {
+        let prefix = unique_prefix("acl");
+        // A user that may listen to the registry and task channels, not to session ones.
+        let registry = format!("&{prefix}:b");
+        let tasks = format!("&{prefix}:bt:*");
+        let server = RedisProcess::start(&[
+            "--user", "bus", "on", "nopass", "~*", &registry, &tasks, "+@all",
+        ]);
+        let url = format!("redis://bus:any@127.0.0.1:{}/", server.port());
+        let a = node(&url, &prefix, quick()).await;
+        let b = node(&url, &prefix, quick()).await;
+        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
+        let started = Instant::now();
+        let refused = b
+            .subscribe(&Topic::Session("secret-session-id".into()))
+            .await;
+        let error = refused.expect_err("the channel is not allowed").to_string();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "refused at once"
+        );
+        assert!(error.contains("NOPERM"), "{error}");
+        assert!(!error.contains("secret-session-id"), "{error}");
+        // The connection stayed: no gap, the other subscriptions listen, new ones work.
+        let mut task_on_b = b.subscribe(&Topic::Task("t".into())).await.unwrap();
+        a.publish(&Topic::Registry, "after".into()).await.unwrap();
+        assert_eq!(next(&mut on_b).await, message(a.node(), "after"));
+        a.publish(&Topic::Task("t".into()), "task".into())
+            .await
+            .unwrap();
+        assert_eq!(next(&mut task_on_b).await, message(a.node(), "task"));
+    })
+    .await;
+}
+
+/// `total_connections_received` of the server behind `connection`.
+async fn connections_received(connection: &mut ::redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = ::redis::cmd("INFO")
+        .arg("stats")
+        .query_async(connection)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("total_connections_received:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("INFO stats counts connections")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_as_soon_as_it_listens_is_retried_with_a_growing_pause() {
+    within(async {
+        // A server of its own: its connection count is the bus's.
+        let server = RedisProcess::start(&[]);
+        let url = server.url();
+        let prefix = unique_prefix("spin");
+        let bus = node(&url, &prefix, quick()).await;
+        let mut on_bus = bus.subscribe(&Topic::Registry).await.unwrap();
+        let mut killer = plain(&url).await;
+        let before = connections_received(&mut killer).await;
+        // Every listening connection dies as soon as it subscribes, for 1.5 s.
+        let until = Instant::now() + Duration::from_millis(1_500);
+        while Instant::now() < until {
+            let _: i64 = ::redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("pubsub")
+                .query_async(&mut killer)
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let made = connections_received(&mut killer).await - before;
+        // 50 ms, 100 ms, 200 ms, 400 ms, 500 ms...: a handful, not one per kill.
+        assert!(made <= 12, "{made} connections in 1.5 s");
+        // Left alone, it listens again: a gap (one per connection that listened), then
+        // messages.
+        assert_eq!(next(&mut on_bus).await, Delivery::Gap);
+        let other = node(&url, &prefix, quick()).await;
+        super::heard_again(&other, &mut on_bus, "back").await;
     })
     .await;
 }
