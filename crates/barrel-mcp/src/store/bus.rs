@@ -14,8 +14,8 @@
 //! - [`LocalBus`]: in one process. [`LocalBus::new`] is one node (tag 0, the only node); a
 //!   [`LocalHub`] joins several in-process nodes, so multi-node behaviour is testable without
 //!   Redis;
-//! - `RedisBus` (feature `redis`): nodes sharing one Redis, see its documentation for the keys
-//!   and channels.
+//! - `RedisBus` (feature `redis`): nodes sharing one standalone Redis (or one behind
+//!   Sentinel; not Redis Cluster), see its documentation for the keys and channels.
 //!
 //! Every queue is bounded: a subscriber holds at most
 //! [`BusOptions::subscription_capacity`] deliveries (an overflow replaces them with one `Gap`),

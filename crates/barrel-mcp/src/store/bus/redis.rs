@@ -9,6 +9,11 @@
 //!
 //! Publications and sends go through the shared command connection
 //! ([`Redis::commands`]). The keys and channels are listed in `keys.rs`; every key expires.
+//!
+//! For a standalone Redis (a primary, possibly failed over by Sentinel), not Redis Cluster:
+//! the heartbeat's script touches the tag counter and a node's keys (different slots), and the
+//! claim and send scripts build key names from their arguments or from the membership record
+//! rather than declaring them.
 
 mod header;
 mod inbox;
@@ -65,6 +70,9 @@ impl Shared {
 
 /// The bus of one node among nodes sharing a Redis: a unique [`NodeTag`] while it lives,
 /// broadcasts over Redis pub/sub, directed messages through an inbox stream per node.
+///
+/// It needs a standalone Redis 7 or later (a primary, possibly failed over by Sentinel), not
+/// Redis Cluster: its scripts touch keys of several slots and build some key names.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), barrel_mcp::store::StoreError> {

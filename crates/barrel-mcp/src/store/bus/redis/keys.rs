@@ -9,7 +9,9 @@
 //! | `P:bs:{sid}` | channel | broadcasts about session `sid` | — |
 //! | `P:bt:{tid}` | channel | broadcasts about task `tid` | — |
 //!
-//! `{…}` is a Redis Cluster hash tag: a node's membership and inbox share a slot.
+//! Standalone Redis or Sentinel, not Cluster: the heartbeat touches the counter and a node's
+//! keys in one script, and the claim and send scripts build key names (the `{…}` in the names
+//! groups a node's keys, but the bus does not declare every key a script touches).
 
 use crate::store::NodeTag;
 use crate::store::bus::Topic;
