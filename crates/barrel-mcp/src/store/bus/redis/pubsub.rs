@@ -13,11 +13,9 @@
 //! catch up and waits for the confirmation, a dropped last subscriber asks it too (without
 //! waiting), so subscribes and unsubscribes reach Redis in the order they were made.
 //!
-//! Losing a connection is not answered at full speed: the listener pauses before every new
-//! connection, 50 ms doubling up to the Redis options' `max_reconnect_delay`, and goes back
-//! to 50 ms only once a connection survived a ping interval (answered a probe). A connection
-//! that dies as soon as it listens (a proxy that drops it, a server that closes it) costs a
-//! few attempts per second and a gap each, not a busy loop.
+//! The listener pauses before every new connection, 50 ms doubling up to the Redis options'
+//! `max_reconnect_delay`, back to 50 ms only once a connection survived a ping interval: a
+//! connection that dies as soon as it listens costs a few attempts a second, not a busy loop.
 //!
 //! A server error in answer to `SUBSCRIBE` (`NOPERM` under an ACL user without the channel) is
 //! not a lost connection: the subscribe that asked for that topic fails, the others listen
@@ -232,11 +230,11 @@ impl Listener {
                     }
                     // This connection survived a ping interval: the next loss starts over.
                     self.delay = FIRST_RECONNECT_DELAY;
-                    if !self.refused.is_empty() {
-                        if let Err(error) = self.catch_up(&mut sink).await {
-                            tracing::debug!(%error, "the bus could not resubscribe");
-                            return Ended::Lost;
-                        }
+                    if !self.refused.is_empty()
+                        && let Err(error) = self.catch_up(&mut sink).await
+                    {
+                        tracing::debug!(%error, "the bus could not resubscribe");
+                        return Ended::Lost;
                     }
                 }
             }
@@ -392,8 +390,7 @@ impl Listener {
     }
 }
 
-/// Whether `error` is Redis answering with an error (the connection still serves), rather
-/// than the connection failing.
+/// Whether `error` is Redis answering with an error (the connection serves on).
 fn refusal(error: &RedisError) -> bool {
     matches!(error.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
         && !error.is_unrecoverable_error()
