@@ -8,14 +8,14 @@
 //!   and says so; and reports a conflict otherwise: another instance took the tag (Redis lost
 //!   its data, the counter restarted, and a new node got this tag while this one could not
 //!   renew). On a conflict the node claims a new tag, gives every subscriber a gap and
-//!   announces the tag on [`Bus::node_changes`](crate::store::bus::Bus::node_changes). A missing membership lapsed:
-//!   the node did not beat within `heartbeat_expiry` (paused, a slow connection, a failover),
-//!   so peers took it for gone meanwhile (they may have dropped answers forwarded to it, taken
-//!   over its streams); the node keeps its tag but announces the renewal too, with the same
-//!   tag, and every subscriber gets a [`Delivery::Gap`](crate::store::bus::Delivery::Gap), so
-//!   callers re-check what they own. Each beat also keeps the counter at least at this node's
-//!   tag (so a restarted counter skips past the live nodes), and renews the counter's and the
-//!   inbox's expiry.
+//!   announces the tag on [`Bus::node_changes`](crate::store::bus::Bus::node_changes).
+//!   A missing membership lapsed: the node did not beat within `heartbeat_expiry` (paused, a
+//!   slow connection, a failover), so peers took it for gone meanwhile (they may have dropped
+//!   answers forwarded to it, taken over its streams); the node keeps its tag but announces
+//!   the renewal too, with the same tag, and every subscriber gets a
+//!   [`Delivery::Gap`](crate::store::bus::Delivery::Gap), so callers re-check what they own.
+//!   Each beat also keeps the counter at least at this node's tag (so a restarted counter
+//!   skips past the live nodes), and renews the counter's and the inbox's expiry.
 //! - `LEAVE` deletes the membership if it is still this instance's, and this instance's inbox,
 //!   when the bus stops: the node is at once no longer alive.
 
@@ -153,7 +153,8 @@ async fn beat(shared: &Shared, tag: NodeTag) -> Result<Beat, StoreError> {
     }
 }
 
-/// Gives up the membership of `tag` (and its inbox) if it is still this instance's.
+/// Deletes this instance's inbox under `tag`, and gives up the membership of `tag` if it is
+/// still this instance's.
 pub(super) async fn leave(shared: &Shared, tag: NodeTag) -> Result<(), StoreError> {
     let _: i64 = LEAVE
         .key(shared.keys.node(tag))
