@@ -14,8 +14,8 @@
 //! - [`LocalBus`]: in one process. [`LocalBus::new`] is one node (tag 0, the only node); a
 //!   [`LocalHub`] joins several in-process nodes, so multi-node behaviour is testable without
 //!   Redis;
-//! - `RedisBus` (feature `redis`): nodes sharing one Redis, see its documentation for the keys
-//!   and channels.
+//! - `RedisBus` (feature `redis`): nodes sharing one standalone Redis (or one behind
+//!   Sentinel; not Redis Cluster), see its documentation for the keys and channels.
 //!
 //! Every queue is bounded: a subscriber holds at most
 //! [`BusOptions::subscription_capacity`] deliveries (an overflow replaces them with one `Gap`),
@@ -80,7 +80,7 @@ pub struct Directed {
 }
 
 /// The limits and timings of a bus. Every field has a documented default; the Redis-only ones
-/// are ignored by [`LocalBus`].
+/// are ignored by [`LocalBus`]. [`BusOptions::validate`] says which values can work.
 #[derive(Debug, Clone)]
 pub struct BusOptions {
     /// A label of this node in its membership record, for operators. Default
@@ -118,6 +118,65 @@ pub struct BusOptions {
     pub tag_counter_ttl: Duration,
 }
 
+impl BusOptions {
+    /// Checks that these options can work, as [`RedisBus::start`](crate::store::RedisBus)
+    /// does before it touches Redis: every count at least 1; every duration at least 1 ms and
+    /// at most [`LONGEST_TTL`](crate::store::LONGEST_TTL); `heartbeat_expiry` longer than
+    /// `heartbeat_interval` (or every beat would find the membership lapsed); `inbox_ttl` at
+    /// least `heartbeat_expiry` (or an inbox could expire between the beats that renew it).
+    ///
+    /// Fails as [`StoreError::Unavailable`] naming the field (as an invalid Redis URL does).
+    pub fn validate(&self) -> Result<(), StoreError> {
+        let invalid = |why: String| {
+            Err(StoreError::Unavailable(format!(
+                "invalid bus options: {why}"
+            )))
+        };
+        let counts = [
+            ("subscription_capacity", self.subscription_capacity),
+            ("inbox_capacity", self.inbox_capacity),
+            ("dedup_window", self.dedup_window),
+        ];
+        if let Some((field, _)) = counts.iter().find(|(_, n)| *n == 0) {
+            return invalid(format!("{field} is 0"));
+        }
+        if self.send_attempts == 0 {
+            return invalid("send_attempts is 0".into());
+        }
+        let durations = [
+            ("heartbeat_interval", self.heartbeat_interval),
+            ("heartbeat_expiry", self.heartbeat_expiry),
+            ("inbox_ttl", self.inbox_ttl),
+            ("inbox_block", self.inbox_block),
+            ("ping_interval", self.ping_interval),
+            ("tag_counter_ttl", self.tag_counter_ttl),
+        ];
+        let shortest = Duration::from_millis(1);
+        if let Some((field, value)) = durations
+            .iter()
+            .find(|(_, d)| *d < shortest || *d > super::LONGEST_TTL)
+        {
+            return invalid(format!(
+                "{field} is {value:?}, not between 1 ms and {:?}",
+                super::LONGEST_TTL
+            ));
+        }
+        if self.heartbeat_expiry <= self.heartbeat_interval {
+            return invalid(format!(
+                "heartbeat_expiry ({:?}) must be longer than heartbeat_interval ({:?})",
+                self.heartbeat_expiry, self.heartbeat_interval
+            ));
+        }
+        if self.inbox_ttl < self.heartbeat_expiry {
+            return invalid(format!(
+                "inbox_ttl ({:?}) must be at least heartbeat_expiry ({:?})",
+                self.inbox_ttl, self.heartbeat_expiry
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for BusOptions {
     fn default() -> Self {
         Self {
@@ -141,10 +200,20 @@ pub trait Bus: Send + Sync + 'static {
     /// This node's tag now.
     fn node(&self) -> NodeTag;
 
-    /// This node's tag, watched. It changes only when the bus lost its membership to another
-    /// instance (Redis restarted without its data, and the tag went to another node): ids
-    /// carrying the old tag no longer reach this node, so what was built on them (session
-    /// replicas, streams, outstanding requests) must be dropped.
+    /// This node's tag, watched. A notification means the node's membership was interrupted;
+    /// compare the tag with the one held before:
+    /// - a new tag: the bus lost its membership to another instance (Redis restarted without
+    ///   its data, and the tag went to another node): ids carrying the old tag no longer reach
+    ///   this node, so what was built on them (session replicas, streams, outstanding requests)
+    ///   must be dropped;
+    /// - the same tag: the membership lapsed (the node did not renew it in time: a pause, a
+    ///   slow connection, a failover) and was renewed. Ids carrying the tag reach this node
+    ///   again, but meanwhile other nodes took it for gone (`alive` was false): they may have
+    ///   dropped answers forwarded to it or taken over what it owned (streams, tasks), so
+    ///   re-check in the store what it still owns.
+    ///
+    /// Either way every subscriber of the node also gets a [`Delivery::Gap`]. [`LocalBus`]
+    /// never notifies.
     fn node_changes(&self) -> watch::Receiver<NodeTag>;
 
     /// Broadcasts `body` on `topic` to every *other* node's subscribers, at most once (a node
@@ -170,4 +239,59 @@ pub trait Bus: Send + Sync + 'static {
 
     /// Whether node `node` lives (its membership has not expired).
     fn alive(&self, node: NodeTag) -> BoxFuture<'_, Result<bool, StoreError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_unworkable_values_are_named() {
+        assert_eq!(BusOptions::default().validate(), Ok(()));
+        let refused = |options: BusOptions| match options.validate() {
+            Err(StoreError::Unavailable(why)) => why,
+            other => panic!("{other:?}"),
+        };
+        let why = refused(BusOptions {
+            ping_interval: Duration::ZERO,
+            ..BusOptions::default()
+        });
+        assert!(why.contains("ping_interval"), "{why}");
+        let why = refused(BusOptions {
+            heartbeat_interval: Duration::from_micros(10),
+            ..BusOptions::default()
+        });
+        assert!(why.contains("heartbeat_interval"), "{why}");
+        let why = refused(BusOptions {
+            tag_counter_ttl: Duration::MAX,
+            ..BusOptions::default()
+        });
+        assert!(why.contains("tag_counter_ttl"), "{why}");
+        let why = refused(BusOptions {
+            heartbeat_interval: Duration::from_secs(3),
+            ..BusOptions::default()
+        });
+        assert!(why.contains("heartbeat_expiry"), "{why}");
+        let why = refused(BusOptions {
+            inbox_ttl: Duration::from_secs(1),
+            ..BusOptions::default()
+        });
+        assert!(why.contains("inbox_ttl"), "{why}");
+        let why = refused(BusOptions {
+            send_attempts: 0,
+            ..BusOptions::default()
+        });
+        assert!(why.contains("send_attempts"), "{why}");
+        // The bounds themselves are fine.
+        let edges = BusOptions {
+            heartbeat_interval: Duration::from_millis(1),
+            heartbeat_expiry: Duration::from_millis(2),
+            inbox_ttl: Duration::from_millis(2),
+            inbox_block: Duration::from_millis(1),
+            ping_interval: Duration::from_millis(1),
+            tag_counter_ttl: crate::store::LONGEST_TTL,
+            ..BusOptions::default()
+        };
+        assert_eq!(edges.validate(), Ok(()));
+    }
 }

@@ -24,11 +24,13 @@ pub(crate) struct Pair {
 /// Makes two nodes of a fresh bus with these options.
 pub(crate) type Make = Box<dyn Fn(BusOptions) -> BoxFuture<'static, Pair> + Send + Sync>;
 
-/// Options for the suite: short heartbeats, so a stopped node is gone fast.
+/// Options for the suite: short heartbeats, so a stopped node is gone fast; an expiry ten
+/// beats long, so a busy test machine does not let a membership lapse (a lapse is announced
+/// with a gap to every subscriber).
 pub(crate) fn quick() -> BusOptions {
     BusOptions {
         heartbeat_interval: Duration::from_millis(100),
-        heartbeat_expiry: Duration::from_millis(400),
+        heartbeat_expiry: Duration::from_secs(1),
         ping_interval: Duration::from_millis(200),
         inbox_block: Duration::from_millis(200),
         ..BusOptions::default()

@@ -9,7 +9,13 @@
 //!
 //! Publications and sends go through the shared command connection
 //! ([`Redis::commands`]). The keys and channels are listed in `keys.rs`; every key expires.
+//!
+//! For a standalone Redis (a primary, possibly failed over by Sentinel), not Redis Cluster:
+//! the heartbeat's script touches the tag counter and a node's keys (different slots), and the
+//! claim and send scripts build key names from their arguments or from the membership record
+//! rather than declaring them.
 
+mod header;
 mod inbox;
 mod keys;
 mod node;
@@ -18,6 +24,7 @@ mod pubsub;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -40,16 +47,32 @@ struct Shared {
     options: BusOptions,
     /// The value of this instance's membership key: its random id, name and start time.
     record: String,
-    /// This instance's random id, in hex.
+    /// This instance's random id, in hex (in its membership record and inbox name).
     instance: String,
+    /// The same id as it heads the broadcasts of this instance.
+    instance_id: [u8; 8],
     /// The node's tag now.
     tag: watch::Sender<NodeTag>,
     fanout: Arc<Fanout>,
     stop: CancellationToken,
 }
 
+impl Shared {
+    /// How long a task may take to (re)connect and have two commands answered: the connection
+    /// timeout plus twice the response timeout (saturating: any durations are safe).
+    fn round_trip_bound(&self) -> Duration {
+        let options = self.redis.options();
+        options
+            .connection_timeout
+            .saturating_add(options.response_timeout.saturating_mul(2))
+    }
+}
+
 /// The bus of one node among nodes sharing a Redis: a unique [`NodeTag`] while it lives,
 /// broadcasts over Redis pub/sub, directed messages through an inbox stream per node.
+///
+/// It needs a standalone Redis 7 or later (a primary, possibly failed over by Sentinel), not
+/// Redis Cluster: its scripts touch keys of several slots and build some key names.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), barrel_mcp::store::StoreError> {
@@ -89,9 +112,11 @@ impl RedisBus {
     /// Joins the nodes on `redis` (under its prefix): claims a tag, opens the pub/sub and inbox
     /// connections, and starts the background tasks.
     ///
-    /// Fails as [`StoreError::Unavailable`] when Redis cannot be reached (nothing is left
-    /// running).
+    /// Fails as [`StoreError::Unavailable`] when `options` cannot work (see
+    /// [`BusOptions::validate`]; checked before anything is written) or Redis cannot be
+    /// reached (nothing is left running).
     pub async fn start(redis: Redis, options: BusOptions) -> Result<Self, StoreError> {
+        options.validate()?;
         let mut random = [0u8; 8];
         getrandom::fill(&mut random)
             .map_err(|_| StoreError::Unavailable("the random source failed".into()))?;
@@ -106,7 +131,10 @@ impl RedisBus {
         let fanout = Fanout::new(
             options.subscription_capacity,
             Some(Box::new(move || {
-                let _ = emptied.send(Catch { reply: None });
+                let _ = emptied.send(Catch {
+                    topic: None,
+                    reply: None,
+                });
             })),
         );
         let mut shared = Shared {
@@ -115,6 +143,7 @@ impl RedisBus {
             options,
             record,
             instance,
+            instance_id: random,
             tag: watch::Sender::new(NodeTag::LOCAL),
             fanout,
             stop: CancellationToken::new(),
@@ -157,8 +186,7 @@ impl RedisBus {
     /// waiting.
     pub async fn stop(&self) {
         self.shared.stop.cancel();
-        let options = self.shared.redis.options();
-        let bound = options.connection_timeout + options.response_timeout * 2;
+        let bound = self.shared.round_trip_bound();
         if tokio::time::timeout(bound, self.tasks.wait())
             .await
             .is_err()
@@ -182,7 +210,7 @@ impl RedisBus {
 
     async fn publish_now(&self, topic: &Topic, body: Bytes) -> Result<(), StoreError> {
         self.running()?;
-        let payload = pubsub::encode(self.node(), &body);
+        let payload = header::encode(self.node(), &self.shared.instance_id, &body);
         let _: i64 = redis::cmd("PUBLISH")
             .arg(self.shared.keys.channel(topic))
             .arg(payload)
@@ -201,10 +229,12 @@ impl RedisBus {
             .ok_or_else(|| StoreError::Unavailable("the bus is stopped".into()))?;
         let (reply, confirmed) = oneshot::channel();
         self.listener
-            .send(Catch { reply: Some(reply) })
+            .send(Catch {
+                topic: Some(topic.clone()),
+                reply: Some(reply),
+            })
             .map_err(|_| StoreError::Unavailable("the bus is stopped".into()))?;
-        let options = self.shared.redis.options();
-        let bound = options.connection_timeout + options.response_timeout * 2;
+        let bound = self.shared.round_trip_bound();
         match tokio::time::timeout(bound, confirmed).await {
             Ok(Ok(Ok(()))) => Ok(subscription),
             Ok(Ok(Err(error))) => Err(error),

@@ -1,18 +1,21 @@
 //! `RedisBus` on a real `redis-server`: the shared suite on two buses (two nodes of one
-//! service), then what only Redis has: tags from a counter, a pub/sub connection that is
-//! killed and comes back, a heartbeat conflict, repeats in the inbox, keys that all expire,
-//! and background tasks and connections that end with the bus.
+//! service), then what only Redis has: tags from a counter, repeats in the inbox, a full
+//! inbox, keys that all expire, and background tasks and connections that end with the bus;
+//! membership (`redis/membership.rs`) and pub/sub (`redis/pubsub.rs`) have files of their own.
 //!
 //! Each pair gets a key prefix of its own on the shared server; tests that kill connections
 //! or count them run on a server of their own.
 
+mod membership;
+mod pubsub;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Topic};
+use barrel_mcp::store::{Bus, BusOptions, Delivery, NodeTag, RedisBus, Subscription, Topic};
 use bytes::Bytes;
 
-use super::{Make, Pair, bus_suite, message, next, quick};
+use super::{Make, Pair, bus_suite, message, quick};
 use crate::support::redis::{RedisProcess, connect, keys_under, plain, shared, unique_prefix};
 use crate::support::within;
 
@@ -39,6 +42,44 @@ fn make() -> Make {
 }
 
 bus_suite!(make);
+
+/// The instance id in the membership record of `tag` (what names its inbox).
+async fn instance_of(url: &str, prefix: &str, tag: NodeTag) -> String {
+    let record: String = ::redis::cmd("GET")
+        .arg(format!("{prefix}:node:{{{tag}}}"))
+        .query_async(&mut plain(url).await)
+        .await
+        .expect("a membership record");
+    let record: serde_json::Value = serde_json::from_str(&record).expect("a JSON record");
+    record["i"].as_str().expect("an instance id").to_owned()
+}
+
+/// The inbox stream of the node holding `tag`.
+async fn inbox_key(url: &str, prefix: &str, tag: NodeTag) -> String {
+    format!(
+        "{prefix}:n:{{{tag}}}:{}",
+        instance_of(url, prefix, tag).await
+    )
+}
+
+/// Publishes `body` from `from` until `on` gets it (gaps skipped), within 5 s: for a
+/// subscriber whose bus may not listen again yet.
+async fn heard_again(from: &RedisBus, on: &mut Subscription, body: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        assert!(Instant::now() < deadline, "{body:?} not heard within 5 s");
+        from.publish(on.topic(), Bytes::copy_from_slice(body.as_bytes()))
+            .await
+            .unwrap();
+        match tokio::time::timeout(Duration::from_millis(200), on.recv()).await {
+            Ok(Some(Delivery::Gap)) | Err(_) => {}
+            Ok(got) => {
+                assert_eq!(got, Some(message(from.node(), body)));
+                return;
+            }
+        }
+    }
+}
 
 /// Polls `check` every 20 ms until it holds, failing after `within`.
 async fn eventually<F: AsyncFnMut() -> bool>(within: Duration, what: &str, mut check: F) {
@@ -87,110 +128,13 @@ async fn tags_come_from_the_counter_and_are_never_zero() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_pubsub_connection_is_a_gap_then_messages_flow_again() {
-    within(async {
-        // A server of its own: the kill hits every pub/sub connection on it.
-        let server = RedisProcess::start(&[]);
-        let url = server.url();
-        let prefix = unique_prefix("kill");
-        let a = node(&url, &prefix, quick()).await;
-        let b = node(&url, &prefix, quick()).await;
-        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
-        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
-        let mut task_on_b = b.subscribe(&Topic::Task("t".into())).await.unwrap();
-        a.publish(&Topic::Registry, "before".into()).await.unwrap();
-        assert_eq!(next(&mut on_b).await, message(a.node(), "before"));
-        let killed: i64 = ::redis::cmd("CLIENT")
-            .arg("KILL")
-            .arg("TYPE")
-            .arg("pubsub")
-            .query_async(&mut plain(&url).await)
-            .await
-            .unwrap();
-        assert_eq!(killed, 2, "one pub/sub connection per node");
-        // Every subscriber hears of the loss once its bus listens again.
-        let started = Instant::now();
-        assert_eq!(next(&mut on_a).await, Delivery::Gap);
-        assert_eq!(next(&mut on_b).await, Delivery::Gap);
-        assert_eq!(next(&mut task_on_b).await, Delivery::Gap);
-        // Publications arrive again (the buses resubscribed), and new subscriptions work.
-        let mut also_on_a = a.subscribe(&Topic::Registry).await.unwrap();
-        a.publish(&Topic::Registry, "after".into()).await.unwrap();
-        assert_eq!(next(&mut on_b).await, message(a.node(), "after"));
-        b.publish(&Topic::Registry, "back".into()).await.unwrap();
-        assert_eq!(next(&mut on_a).await, message(b.node(), "back"));
-        assert_eq!(next(&mut also_on_a).await, message(b.node(), "back"));
-        a.publish(&Topic::Task("t".into()), "task".into())
-            .await
-            .unwrap();
-        assert_eq!(next(&mut task_on_b).await, message(a.node(), "task"));
-        assert!(started.elapsed() < Duration::from_secs(3));
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_heartbeat_conflict_takes_a_new_tag() {
-    within(async {
-        let url = shared().url();
-        let prefix = unique_prefix("conflict");
-        let a = node(&url, &prefix, quick()).await;
-        let b = node(&url, &prefix, quick()).await;
-        let old = a.node();
-        let mut changes = a.node_changes();
-        let mut on_a = a.subscribe(&Topic::Registry).await.unwrap();
-        let mut inbox = a.inbox().unwrap();
-        // Another instance takes A's tag (as after Redis lost its data and issued it again).
-        let key = format!("{prefix}:node:{{{old}}}");
-        let _: () = ::redis::cmd("SET")
-            .arg(&key)
-            .arg("another instance")
-            .arg("PX")
-            .arg(60_000)
-            .query_async(&mut plain(&url).await)
-            .await
-            .unwrap();
-        tokio::time::timeout(Duration::from_secs(5), changes.changed())
-            .await
-            .expect("a new tag within 5 s")
-            .unwrap();
-        let fresh = *changes.borrow_and_update();
-        assert_ne!(fresh, old);
-        assert_ne!(fresh, b.node());
-        assert_ne!(fresh, NodeTag::LOCAL);
-        assert_eq!(a.node(), fresh);
-        assert!(b.alive(fresh).await.unwrap());
-        // The other instance keeps the old tag.
-        let holder: String = ::redis::cmd("GET")
-            .arg(&key)
-            .query_async(&mut plain(&url).await)
-            .await
-            .unwrap();
-        assert_eq!(holder, "another instance");
-        // Directed messages reach A under its new tag; broadcasts still flow both ways.
-        assert!(b.send(fresh, "hello".into()).await.unwrap());
-        let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!((got.from, got.body), (b.node(), Bytes::from("hello")));
-        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
-        a.publish(&Topic::Registry, "new tag".into()).await.unwrap();
-        assert_eq!(next(&mut on_b).await, message(fresh, "new tag"));
-        b.publish(&Topic::Registry, "to a".into()).await.unwrap();
-        assert_eq!(next(&mut on_a).await, message(b.node(), "to a"));
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeats_and_unreadable_entries_in_an_inbox_are_dropped() {
     within(async {
         let url = shared().url();
         let prefix = unique_prefix("repeats");
         let b = node(&url, &prefix, quick()).await;
         let mut inbox = b.inbox().unwrap();
-        let stream = format!("{prefix}:n:{{{}}}", b.node());
+        let stream = inbox_key(&url, &prefix, b.node()).await;
         let mut connection = plain(&url).await;
         // What a retried send leaves: the same message twice, then a foreign entry.
         for (id, from) in [("m1", "5"), ("m1", "5"), ("m2", "not a tag"), ("m3", "5")] {
@@ -221,14 +165,14 @@ async fn repeats_and_unreadable_entries_in_an_inbox_are_dropped() {
             .unwrap()
             .unwrap();
         assert_eq!(marker.body, Bytes::from("marker"));
-        // What was handed over is trimmed: at most the last entry stays.
+        // What was handed over is trimmed, the last entry too.
         eventually(Duration::from_secs(2), "the inbox trimmed", async || {
             let left: usize = ::redis::cmd("XLEN")
                 .arg(&stream)
                 .query_async(&mut connection)
                 .await
                 .unwrap();
-            left <= 1
+            left == 0
         })
         .await;
     })
@@ -362,87 +306,6 @@ async fn stop_and_drop_end_every_task_and_connection() {
             async || !other.alive(tag).await.unwrap(),
         )
         .await;
-    })
-    .await;
-}
-
-/// How many connections listen to `channel`.
-async fn listeners(url: &str, channel: &str) -> i64 {
-    let counts: Vec<(String, i64)> = ::redis::cmd("PUBSUB")
-        .arg("NUMSUB")
-        .arg(channel)
-        .query_async(&mut plain(url).await)
-        .await
-        .unwrap();
-    counts.first().map_or(0, |(_, n)| *n)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_last_subscriber_gone_unsubscribes_the_channel() {
-    within(async {
-        let url = shared().url();
-        let prefix = unique_prefix("unsub");
-        let bus = node(&url, &prefix, quick()).await;
-        let topic = Topic::Session("s1".into());
-        let channel = format!("{prefix}:bs:{{s1}}");
-        assert_eq!(listeners(&url, &channel).await, 0);
-        let first = bus.subscribe(&topic).await.unwrap();
-        let second = bus.subscribe(&topic).await.unwrap();
-        // One listening connection per node, however many subscribers it has.
-        assert_eq!(listeners(&url, &channel).await, 1);
-        drop(first);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(listeners(&url, &channel).await, 1);
-        drop(second);
-        eventually(
-            Duration::from_secs(2),
-            "the channel unsubscribed",
-            async || listeners(&url, &channel).await == 0,
-        )
-        .await;
-        // Subscribing again listens again.
-        let _again = bus.subscribe(&topic).await.unwrap();
-        assert_eq!(listeners(&url, &channel).await, 1);
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redis_restarted_empty_is_a_gap_and_the_nodes_rejoin() {
-    within(async {
-        let mut server = RedisProcess::start(&[]);
-        let url = server.url();
-        let prefix = unique_prefix("restart");
-        let a = node(&url, &prefix, quick()).await;
-        let b = node(&url, &prefix, quick()).await;
-        let mut on_b = b.subscribe(&Topic::Registry).await.unwrap();
-        let mut inbox = b.inbox().unwrap();
-        server.restart();
-        // The subscriber hears of the loss once its bus listens to the new server.
-        assert_eq!(next(&mut on_b).await, Delivery::Gap);
-        // The heartbeats write the memberships again (same tags: nobody took them).
-        eventually(Duration::from_secs(5), "b is a member again", async || {
-            matches!(a.alive(b.node()).await, Ok(true))
-        })
-        .await;
-        eventually(Duration::from_secs(5), "a message reaches b", async || {
-            matches!(a.send(b.node(), "again".into()).await, Ok(true))
-        })
-        .await;
-        let got = tokio::time::timeout(Duration::from_secs(5), inbox.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(got.body, Bytes::from("again"));
-        a.publish(&Topic::Registry, "again".into()).await.unwrap();
-        assert_eq!(next(&mut on_b).await, message(a.node(), "again"));
-        // The counter went with the data; the beats put it back at least at the live tags.
-        let counter: u32 = ::redis::cmd("GET")
-            .arg(format!("{prefix}:nodes:next"))
-            .query_async(&mut plain(&url).await)
-            .await
-            .unwrap();
-        assert!(counter >= a.node().get().max(b.node().get()));
     })
     .await;
 }

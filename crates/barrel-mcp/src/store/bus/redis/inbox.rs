@@ -1,15 +1,22 @@
-//! Directed messages on Redis: each node's inbox is a stream, `P:n:{tag}`.
+//! Directed messages on Redis: each node's inbox is a stream, `P:n:{tag}:<instance>`, named
+//! by the instance that holds the tag.
 //!
 //! - `SEND` appends a message to the target's inbox, in one atomic script, only if the target
 //!   is a member (a gone node gets nothing, and the sender hears so) and its inbox holds fewer
 //!   than `inbox_capacity` unread messages (beyond, the sender hears "full" rather than a
-//!   message being trimmed away unseen); it renews the inbox's expiry. A failed attempt is
-//!   retried with the same message id.
+//!   message being trimmed away unseen); it renews the inbox's expiry. The script reads the
+//!   holder's instance id from the membership record `P:node:{tag}`, so a message goes to the
+//!   instance that holds the tag *now*: after a failover without data, when a new node took
+//!   tag T while the old holder had not noticed yet, the old holder reads its own inbox, which
+//!   nobody writes to any more, and never takes (nor trims) the new holder's messages. A record
+//!   this version cannot read is `Corrupt`. A failed attempt is retried with the same message
+//!   id.
 //! - The reader, on a connection of its own (a blocking read would stall every command behind
 //!   it on the shared one), loops on `XREAD BLOCK`, resumes after the last entry it read when
 //!   it reconnects, hands the messages to the [`Inbox`](crate::store::bus::Inbox) (waiting
 //!   while it is full: unread messages stay in Redis), drops ids it has seen, and trims what it
-//!   handed over. When the node's tag changes, it reads the new tag's inbox from its start.
+//!   handed over (`XTRIM MINID` with the id after the last one read, so nothing read stays).
+//!   When the node's tag changes, it reads the new tag's inbox from its start.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, LazyLock};
@@ -19,10 +26,13 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Script, Value};
 use tokio::sync::mpsc;
 
+use self::stream::{Entry, following, parse};
 use super::Shared;
 use super::node::millis;
-use crate::store::bus::{Bytes, Directed};
+use crate::store::bus::Directed;
 use crate::store::{NodeTag, StoreError};
+
+mod stream;
 
 /// Entries one read takes at most.
 const READ_BATCH: usize = 256;
@@ -31,16 +41,24 @@ pub(super) const DELIVERY_BUFFER: usize = 64;
 /// The first pause before reconnecting (doubling up to the Redis options' longest).
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(50);
 
-/// `SEND` (keys: the target's membership and inbox; args: message id, sender tag, body,
-/// capacity, inbox ttl ms). Returns 1 when sent, 0 when the target is not a member, -1 when its
-/// inbox is full.
+/// `SEND` (keys: the target's membership; args: message id, sender tag, body, capacity, inbox
+/// ttl ms, inbox stem, target tag). Returns 1 when sent, 0 when the target is not a member, -1
+/// when its inbox is full, -2 when its membership record is unreadable. The inbox's name comes
+/// from the record (the holder's instance id: 16 hex digits), so it is not a declared key.
 static SEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
-redis.call('XADD', KEYS[2], '*', 'i', ARGV[1], 'f', ARGV[2], 'b', ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
+local holder = redis.call('GET', KEYS[1])
+if not holder then return 0 end
+local ok, record = pcall(cjson.decode, holder)
+if not ok or type(record) ~= 'table' or type(record.i) ~= 'string'
+  or not string.match(record.i, '^' .. string.rep('%x', 16) .. '$') then
+  return -2
+end
+local inbox = ARGV[6] .. '{' .. ARGV[7] .. '}:' .. record.i
+if redis.call('XLEN', inbox) >= tonumber(ARGV[4]) then return -1 end
+redis.call('XADD', inbox, '*', 'i', ARGV[1], 'f', ARGV[2], 'b', ARGV[3])
+redis.call('PEXPIRE', inbox, ARGV[5])
 return 1
 ",
     )
@@ -63,12 +81,13 @@ pub(super) async fn send(
         let from = *shared.tag.borrow();
         let sent: Result<i64, _> = SEND
             .key(shared.keys.node(to))
-            .key(shared.keys.inbox(to))
             .arg(id)
             .arg(from.get())
             .arg(body)
             .arg(shared.options.inbox_capacity)
             .arg(millis(shared.options.inbox_ttl))
+            .arg(shared.keys.inbox_stem())
+            .arg(to.get())
             .invoke_async(&mut shared.redis.commands())
             .await;
         match sent {
@@ -77,6 +96,11 @@ pub(super) async fn send(
             Ok(-1) => {
                 return Err(StoreError::Unavailable(format!(
                     "the inbox of node {to} is full"
+                )));
+            }
+            Ok(-2) => {
+                return Err(StoreError::Corrupt(format!(
+                    "the membership record of node {to} is unreadable"
                 )));
             }
             Ok(other) => {
@@ -95,7 +119,12 @@ pub(super) async fn connect(shared: &Shared) -> Result<MultiplexedConnection, St
     let options = shared.redis.options();
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(options.connection_timeout))
-        .set_response_timeout(Some(shared.options.inbox_block + options.response_timeout));
+        .set_response_timeout(Some(
+            shared
+                .options
+                .inbox_block
+                .saturating_add(options.response_timeout),
+        ));
     let made = shared
         .redis
         .client()
@@ -142,12 +171,6 @@ impl Recent {
     }
 }
 
-/// One entry of the inbox stream: its stream id, and the message if it is readable.
-struct Entry {
-    id: String,
-    message: Option<Directed>,
-}
-
 /// The reader task: from `first` (then new connections) to `deliver`, until the bus stops.
 pub(super) async fn run(
     shared: Arc<Shared>,
@@ -185,13 +208,13 @@ pub(super) async fn run(
                         if !pause(&shared, delay).await {
                             return;
                         }
-                        delay = (delay * 2).min(longest);
+                        delay = delay.saturating_mul(2).min(longest);
                         continue;
                     }
                 }
             }
         };
-        let key = shared.keys.inbox(tag);
+        let key = shared.keys.inbox(tag, &shared.instance);
         let read = tokio::select! {
             biased;
             () = shared.stop.cancelled() => return,
@@ -204,7 +227,7 @@ pub(super) async fn run(
                 if !pause(&shared, delay).await {
                     return;
                 }
-                delay = (delay * 2).min(longest);
+                delay = delay.saturating_mul(2).min(longest);
                 if matches!(error, StoreError::Corrupt(_)) {
                     connection = Some(reader);
                 }
@@ -230,10 +253,11 @@ pub(super) async fn run(
             }
         }
         if read_any {
+            // `MINID` keeps the entry it names: trim from the one after the last read.
             let trimmed: Result<i64, _> = redis::cmd("XTRIM")
                 .arg(&key)
                 .arg("MINID")
-                .arg(&after)
+                .arg(following(&after).as_deref().unwrap_or(&after))
                 .query_async(&mut reader)
                 .await;
             if let Err(error) = trimmed {
@@ -274,87 +298,9 @@ async fn read(
     parse(reply).ok_or_else(|| StoreError::Corrupt("an unreadable XREAD reply".into()))
 }
 
-/// The entries of an `XREAD` reply on one stream (RESP2 or RESP3); `None` if it has another
-/// shape.
-fn parse(reply: Value) -> Option<Vec<Entry>> {
-    let stream = match reply {
-        Value::Nil => return Some(Vec::new()),
-        Value::Array(streams) => match streams.into_iter().next()? {
-            Value::Array(pair) => pair.into_iter().nth(1)?,
-            _ => return None,
-        },
-        Value::Map(streams) => streams.into_iter().next()?.1,
-        _ => return None,
-    };
-    let Value::Array(entries) = stream else {
-        return None;
-    };
-    entries.into_iter().map(entry).collect()
-}
-
-/// One stream entry: `[id, [field, value, ...]]`.
-fn entry(value: Value) -> Option<Entry> {
-    let Value::Array(parts) = value else {
-        return None;
-    };
-    let mut parts = parts.into_iter();
-    let id = text(parts.next()?)?;
-    let fields: Vec<(Value, Value)> = match parts.next()? {
-        Value::Array(flat) => {
-            let mut flat = flat.into_iter();
-            let mut pairs = Vec::new();
-            while let (Some(k), Some(v)) = (flat.next(), flat.next()) {
-                pairs.push((k, v));
-            }
-            pairs
-        }
-        Value::Map(pairs) => pairs,
-        _ => return None,
-    };
-    Some(Entry {
-        id,
-        message: message(fields),
-    })
-}
-
-/// The message in an entry's fields: `i` (id), `f` (sender tag), `b` (body).
-fn message(fields: Vec<(Value, Value)>) -> Option<Directed> {
-    let (mut id, mut from, mut body) = (None, None, None);
-    for (field, value) in fields {
-        match text(field)?.as_str() {
-            "i" => id = text(value),
-            "f" => from = text(value)?.parse::<u32>().ok().and_then(NodeTag::new),
-            "b" => {
-                body = match value {
-                    Value::BulkString(bytes) => Some(Bytes::from(bytes)),
-                    _ => None,
-                }
-            }
-            _ => {}
-        }
-    }
-    Some(Directed {
-        id: id?,
-        from: from?,
-        body: body?,
-    })
-}
-
-fn text(value: Value) -> Option<String> {
-    match value {
-        Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
-        Value::SimpleString(text) => Some(text),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
 
     #[test]
     fn repeats_are_dropped_within_the_window() {
@@ -366,42 +312,5 @@ mod tests {
         // "a" left the window.
         assert!(recent.first("a"));
         assert!(recent.ids.len() <= 2 && recent.order.len() <= 2);
-    }
-
-    #[test]
-    fn xread_replies_of_both_protocols() {
-        let fields = Value::Array(vec![
-            bulk("i"),
-            bulk("m1"),
-            bulk("f"),
-            bulk("7"),
-            bulk("b"),
-            bulk("hi"),
-        ]);
-        let entries = Value::Array(vec![Value::Array(vec![bulk("1-0"), fields])]);
-        let resp2 = Value::Array(vec![Value::Array(vec![bulk("mcp:n:{7}"), entries.clone()])]);
-        let resp3 = Value::Map(vec![(bulk("mcp:n:{7}"), entries)]);
-        for reply in [resp2, resp3] {
-            let parsed = parse(reply).unwrap();
-            assert_eq!(parsed.len(), 1);
-            assert_eq!(parsed[0].id, "1-0");
-            let message = parsed[0].message.clone().unwrap();
-            assert_eq!(message.id, "m1");
-            assert_eq!(message.from, NodeTag::new(7).unwrap());
-            assert_eq!(&message.body[..], b"hi");
-        }
-        assert_eq!(parse(Value::Nil).unwrap().len(), 0);
-        assert!(parse(Value::Int(3)).is_none());
-        // A foreign entry is skipped, not fatal.
-        let foreign = Value::Array(vec![Value::Array(vec![
-            bulk("mcp:n:{7}"),
-            Value::Array(vec![Value::Array(vec![
-                bulk("2-0"),
-                Value::Array(vec![bulk("f"), bulk("x")]),
-            ])]),
-        ])]);
-        let parsed = parse(foreign).unwrap();
-        assert_eq!(parsed[0].id, "2-0");
-        assert!(parsed[0].message.is_none());
     }
 }

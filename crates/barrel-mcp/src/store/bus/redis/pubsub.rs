@@ -13,51 +13,42 @@
 //! catch up and waits for the confirmation, a dropped last subscriber asks it too (without
 //! waiting), so subscribes and unsubscribes reach Redis in the order they were made.
 //!
-//! A message is a 4-byte header, version `1` then the origin's 24-bit tag (big endian), then
-//! the body. A node drops its own messages; an unreadable one is a gap for its topic.
+//! The listener pauses before every new connection, 50 ms doubling up to the Redis options'
+//! `max_reconnect_delay`, back to 50 ms only once a connection survived a ping interval: a
+//! connection that dies as soon as it listens costs a few attempts a second, not a busy loop.
+//!
+//! A server error in answer to `SUBSCRIBE` (`NOPERM` under an ACL user without the channel) is
+//! not a lost connection: the subscribe that asked for that topic fails, the others listen
+//! on. A topic refused when the listener resubscribes after a reconnection keeps its
+//! subscribers (they got their gap) and is asked for again at every probe until Redis allows
+//! it; its subscribers get a gap when it is. Error messages name the error code, never the
+//! channel (it holds a session or task id).
+//!
+//! Messages carry the header of `header.rs`; a node drops its own instance's echo.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::Msg;
 use redis::aio::{PubSub, PubSubSink};
+use redis::{ErrorKind, Msg, RedisError};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
+use super::header::decode;
+use crate::store::StoreError;
 use crate::store::bus::{Bytes, Delivery, Topic};
-use crate::store::{NodeTag, StoreError};
 
 /// The first pause before reconnecting (doubling up to the Redis options' longest).
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(50);
-/// The version byte of a message's header.
-const VERSION: u8 = 1;
 
 /// A request to the listener: listen to the channels of exactly the topics that have
-/// subscribers now, and say (if asked) whether it does.
+/// subscribers now, and say (if asked) whether it listens to `topic`.
 pub(super) struct Catch {
+    /// The topic a new subscriber waits for (`None`: a topic lost its last subscriber).
+    pub(super) topic: Option<Topic>,
     pub(super) reply: Option<oneshot::Sender<Result<(), StoreError>>>,
-}
-
-/// `body` published by `origin`, as it travels.
-pub(super) fn encode(origin: NodeTag, body: &[u8]) -> Vec<u8> {
-    let tag = origin.get().to_be_bytes();
-    let mut payload = Vec::with_capacity(4 + body.len());
-    payload.push(VERSION);
-    payload.extend_from_slice(&tag[1..]);
-    payload.extend_from_slice(body);
-    payload
-}
-
-/// The origin and body of a message, if it is one this version reads.
-fn decode(payload: &[u8]) -> Option<(NodeTag, &[u8])> {
-    match payload {
-        [VERSION, a, b, c, body @ ..] => {
-            NodeTag::new(u32::from_be_bytes([0, *a, *b, *c])).map(|tag| (tag, body))
-        }
-        _ => None,
-    }
 }
 
 /// Opens a pub/sub connection, within the connection timeout.
@@ -78,12 +69,28 @@ enum Ended {
     Lost,
 }
 
+/// Why a subscription command failed.
+enum Failure {
+    /// Redis answered with an error: the connection is fine, the channel is not allowed.
+    Refused(StoreError),
+    /// The connection failed or did not answer in time.
+    Lost(StoreError),
+}
+
+/// The topics Redis refused in one catch-up, with why.
+type Refused = HashMap<Topic, StoreError>;
+
 /// The listener task's state.
 pub(super) struct Listener {
     shared: Arc<Shared>,
     requests: mpsc::UnboundedReceiver<Catch>,
     /// The channels the connection listens to, with their topics.
     channels: HashMap<String, Topic>,
+    /// The channels Redis refused whose topics still have subscribers.
+    refused: HashSet<String>,
+    /// The pause before the next connection attempt: doubled after each one, back to the first
+    /// once a connection survived a ping interval.
+    delay: Duration,
 }
 
 impl Listener {
@@ -92,6 +99,8 @@ impl Listener {
             shared,
             requests,
             channels: HashMap::new(),
+            refused: HashSet::new(),
+            delay: FIRST_RECONNECT_DELAY,
         }
     }
 
@@ -120,12 +129,20 @@ impl Listener {
         }
     }
 
-    /// A new connection, retried with a backoff; requests meanwhile are refused. `None`: the
-    /// bus stopped.
+    /// A new connection, each attempt after a pause that grows; requests meanwhile are
+    /// refused. `None`: the bus stopped.
     async fn reconnect(&mut self) -> Option<PubSub> {
-        let mut delay = FIRST_RECONNECT_DELAY;
-        let longest = self.shared.redis.options().max_reconnect_delay;
+        let longest = self
+            .shared
+            .redis
+            .options()
+            .max_reconnect_delay
+            .max(FIRST_RECONNECT_DELAY);
         loop {
+            if !self.pause(self.delay).await {
+                return None;
+            }
+            self.delay = self.delay.saturating_mul(2).min(longest);
             tokio::select! {
                 biased;
                 () = self.shared.stop.cancelled() => return None,
@@ -134,20 +151,23 @@ impl Listener {
                     Err(error) => tracing::debug!(%error, "the bus could not reconnect pub/sub"),
                 },
             }
-            let pause = tokio::time::sleep(delay);
-            tokio::pin!(pause);
-            loop {
-                tokio::select! {
-                    biased;
-                    () = self.shared.stop.cancelled() => return None,
-                    () = &mut pause => break,
-                    request = self.requests.recv() => match request {
-                        Some(request) => refuse(request, "the bus's pub/sub connection is down"),
-                        None => return None,
-                    },
-                }
+        }
+    }
+
+    /// Waits `delay`, refusing requests meanwhile; false when the bus stopped first.
+    async fn pause(&mut self, delay: Duration) -> bool {
+        let pause = tokio::time::sleep(delay);
+        tokio::pin!(pause);
+        loop {
+            tokio::select! {
+                biased;
+                () = self.shared.stop.cancelled() => return false,
+                () = &mut pause => return true,
+                request = self.requests.recv() => match request {
+                    Some(request) => refuse(request, "the bus's pub/sub connection is down"),
+                    None => return false,
+                },
             }
-            delay = (delay * 2).min(longest.max(FIRST_RECONNECT_DELAY));
         }
     }
 
@@ -156,15 +176,30 @@ impl Listener {
     async fn serve(&mut self, pubsub: PubSub, resumed: bool) -> Ended {
         let (mut sink, mut stream) = pubsub.split();
         self.channels.clear();
-        if let Err(error) = self.catch_up(&mut sink).await {
-            tracing::debug!(%error, "the bus could not resubscribe");
-            return Ended::Lost;
+        self.refused.clear();
+        match self.catch_up(&mut sink).await {
+            Ok(refused) if !refused.is_empty() => tracing::warn!(
+                refused = refused.len(),
+                "Redis refused to listen to some bus topics; their subscribers hear nothing \
+                 until it allows them (asked again at every probe)"
+            ),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::debug!(%error, "the bus could not resubscribe");
+                return Ended::Lost;
+            }
         }
         if resumed {
             tracing::debug!("the bus listens again: a gap for every subscriber");
             self.shared.fanout.gap_all();
         }
-        let mut probe = tokio::time::interval(self.shared.options.ping_interval);
+        // Validated at start to be at least 1 ms; `interval` panics on zero.
+        let period = self
+            .shared
+            .options
+            .ping_interval
+            .max(Duration::from_millis(1));
+        let mut probe = tokio::time::interval(period);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         probe.tick().await;
         loop {
@@ -180,16 +215,11 @@ impl Listener {
                 },
                 request = self.requests.recv() => {
                     let Some(request) = request else { return Ended::Stopped };
-                    let mut replies = vec![request.reply];
+                    let mut requests = vec![request];
                     while let Ok(more) = self.requests.try_recv() {
-                        replies.push(more.reply);
+                        requests.push(more);
                     }
-                    let caught = self.catch_up(&mut sink).await;
-                    let lost = caught.is_err();
-                    for reply in replies.into_iter().flatten() {
-                        let _ = reply.send(caught.clone());
-                    }
-                    if lost {
+                    if !self.answer(&mut sink, requests).await {
                         return Ended::Lost;
                     }
                 }
@@ -198,14 +228,49 @@ impl Listener {
                         tracing::debug!("the bus's pub/sub connection stopped answering");
                         return Ended::Lost;
                     }
+                    // This connection survived a ping interval: the next loss starts over.
+                    self.delay = FIRST_RECONNECT_DELAY;
+                    if !self.refused.is_empty()
+                        && let Err(error) = self.catch_up(&mut sink).await
+                    {
+                        tracing::debug!(%error, "the bus could not resubscribe");
+                        return Ended::Lost;
+                    }
                 }
             }
         }
     }
 
+    /// Catches up for `requests` and answers each; false when the connection is lost.
+    async fn answer(&mut self, sink: &mut PubSubSink, requests: Vec<Catch>) -> bool {
+        match self.catch_up(sink).await {
+            Ok(refused) => {
+                for request in requests {
+                    let outcome = match request.topic.and_then(|t| refused.get(&t)) {
+                        Some(why) => Err(why.clone()),
+                        None => Ok(()),
+                    };
+                    if let Some(reply) = request.reply {
+                        let _ = reply.send(outcome);
+                    }
+                }
+                true
+            }
+            Err(error) => {
+                for reply in requests.into_iter().filter_map(|r| r.reply) {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                false
+            }
+        }
+    }
+
     /// Subscribes to the channels of the topics that have subscribers and unsubscribes from
-    /// the others, each within the response timeout.
-    async fn catch_up(&mut self, sink: &mut PubSubSink) -> Result<(), StoreError> {
+    /// the others, each command within the response timeout. A batch Redis refuses is asked
+    /// for channel by channel, to tell which topics it refuses (returned); a topic it refused
+    /// before and allows now gets a gap (messages went by unheard). `Err`: the connection is
+    /// lost.
+    async fn catch_up(&mut self, sink: &mut PubSubSink) -> Result<Refused, StoreError> {
         let wanted: HashMap<String, Topic> = self
             .shared
             .fanout
@@ -224,29 +289,73 @@ impl Listener {
             .filter(|c| !wanted.contains_key(*c))
             .cloned()
             .collect();
-        let bound = self.shared.redis.options().response_timeout;
-        if !add.is_empty() {
-            self.confirm(bound, sink.subscribe(add.as_slice())).await?;
-        }
         if !remove.is_empty() {
-            self.confirm(bound, sink.unsubscribe(remove.as_slice()))
-                .await?;
+            match self.confirm(sink.unsubscribe(remove.as_slice())).await {
+                Ok(()) => {}
+                Err(Failure::Refused(error) | Failure::Lost(error)) => return Err(error),
+            }
+            for channel in &remove {
+                self.channels.remove(channel);
+            }
         }
-        self.channels = wanted;
-        Ok(())
+        let mut refused: HashMap<String, StoreError> = HashMap::new();
+        if !add.is_empty() {
+            match self.confirm(sink.subscribe(add.as_slice())).await {
+                Ok(()) => {}
+                Err(Failure::Lost(error)) => return Err(error),
+                Err(Failure::Refused(_)) => {
+                    for channel in &add {
+                        match self.confirm(sink.subscribe(channel.as_str())).await {
+                            Ok(()) => {}
+                            Err(Failure::Refused(why)) => {
+                                refused.insert(channel.clone(), why);
+                            }
+                            Err(Failure::Lost(error)) => return Err(error),
+                        }
+                    }
+                }
+            }
+        }
+        self.refused.retain(|channel| wanted.contains_key(channel));
+        let mut outcome = Refused::new();
+        for channel in add {
+            let Some(topic) = wanted.get(&channel) else {
+                continue;
+            };
+            match refused.remove(&channel) {
+                Some(why) => {
+                    outcome.insert(topic.clone(), why);
+                    self.refused.insert(channel);
+                }
+                None => {
+                    if self.refused.remove(&channel) {
+                        self.shared.fanout.deliver(topic, &Delivery::Gap);
+                    }
+                    self.channels.insert(channel, topic.clone());
+                }
+            }
+        }
+        Ok(outcome)
     }
 
+    /// Waits for Redis to confirm a subscription command, within the response timeout.
     async fn confirm(
         &self,
-        bound: Duration,
         done: impl Future<Output = redis::RedisResult<()>>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Failure> {
+        let bound = self.shared.redis.options().response_timeout;
         match tokio::time::timeout(bound, done).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(self.shared.redis.fail(&error)),
-            Err(_) => Err(StoreError::Unavailable(format!(
+            Ok(Err(error)) if refusal(&error) => {
+                Err(Failure::Refused(StoreError::Unavailable(format!(
+                    "Redis refused the subscription ({})",
+                    error.code().unwrap_or("an error reply")
+                ))))
+            }
+            Ok(Err(error)) => Err(Failure::Lost(self.shared.redis.fail(&error))),
+            Err(_) => Err(Failure::Lost(StoreError::Unavailable(format!(
                 "Redis did not confirm a subscription within {bound:?}"
-            ))),
+            )))),
         }
     }
 
@@ -268,40 +377,27 @@ impl Listener {
                 tracing::warn!(?topic, "an unreadable bus message, taken as a gap");
                 self.shared.fanout.deliver(topic, &Delivery::Gap);
             }
-            Some((origin, _)) if origin == *self.shared.tag.borrow() => {}
-            Some((origin, body)) => self.shared.fanout.deliver(
+            // This instance's own echo (another instance on the same tag is heard).
+            Some(decoded) if decoded.instance == self.shared.instance_id => {}
+            Some(decoded) => self.shared.fanout.deliver(
                 topic,
                 &Delivery::Message {
-                    origin,
-                    body: Bytes::copy_from_slice(body),
+                    origin: decoded.origin,
+                    body: Bytes::copy_from_slice(decoded.body),
                 },
             ),
         }
     }
 }
 
+/// Whether `error` is Redis answering with an error (the connection serves on).
+fn refusal(error: &RedisError) -> bool {
+    matches!(error.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
+        && !error.is_unrecoverable_error()
+}
+
 fn refuse(request: Catch, why: &str) {
     if let Some(reply) = request.reply {
         let _ = reply.send(Err(StoreError::Unavailable(why.to_owned())));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_carry_their_origin() {
-        let tag = NodeTag::new(NodeTag::MAX).unwrap();
-        let payload = encode(tag, b"hello");
-        assert_eq!(payload.len(), 4 + 5);
-        assert_eq!(decode(&payload), Some((tag, &b"hello"[..])));
-        assert_eq!(
-            decode(&encode(NodeTag::LOCAL, b"")),
-            Some((NodeTag::LOCAL, &b""[..]))
-        );
-        assert_eq!(decode(b"\x02abc"), None);
-        assert_eq!(decode(b"\x01ab"), None);
-        assert_eq!(decode(b""), None);
     }
 }
