@@ -21,7 +21,7 @@ pub(crate) mod serve;
 mod store;
 mod time;
 
-pub use record::{Era, Refused, TaskOutcome, TaskRecord};
+pub use record::{Era, RUNNER_STOPPED, Refused, TaskOutcome, TaskRecord};
 #[cfg(feature = "redis")]
 pub use store::RedisTaskStore;
 pub use store::{MemoryTaskStore, StoreRefusal, TaskChange, TaskLimits, TaskStore, cursor_after};

@@ -43,6 +43,16 @@ pub struct TaskLimits {
     pub purge_interval: Duration,
     /// Tasks per `tasks/list` page (at least one). Default 50.
     pub page_size: usize,
+    /// How long a task's runner may go without renewing its lease before the task counts as
+    /// abandoned: the server that runs a task's work renews it every third of this while the
+    /// work runs, and a task not finished whose lease has run out is failed (-32603, "the server
+    /// node running this task stopped") by whoever reads it next, on any node sharing the store.
+    /// The lease starts when the task is created. Longer means a dead node's tasks are seen
+    /// failed later; shorter means a node that stalls (a runtime starved of threads, a store
+    /// unreachable) for longer than this has its tasks failed under it, and its late results
+    /// discarded. Read by the server, not the store. Values under 30 ms count as 30 ms.
+    /// Default 10 s.
+    pub lease: Duration,
 }
 
 impl Default for TaskLimits {
@@ -58,6 +68,7 @@ impl Default for TaskLimits {
             max_result_bytes: 4 * 1024 * 1024,
             purge_interval: Duration::from_secs(30),
             page_size: 50,
+            lease: Duration::from_secs(10),
         }
     }
 }
@@ -70,7 +81,15 @@ impl TaskLimits {
             .min(self.max_ttl)
             .max(self.min_ttl.min(self.max_ttl))
     }
+
+    /// The lease a runner takes: [`lease`](Self::lease), at least [`MIN_LEASE`].
+    pub(crate) fn granted_lease(&self) -> Duration {
+        self.lease.max(MIN_LEASE)
+    }
 }
+
+/// The shortest lease a runner takes, whatever [`TaskLimits::lease`] says.
+const MIN_LEASE: Duration = Duration::from_millis(30);
 
 /// A change to one task: applied to the stored record, atomically.
 pub type TaskChange<'a> = &'a (dyn Fn(&mut TaskRecord) -> Result<(), Refused> + Send + Sync);
@@ -115,7 +134,13 @@ impl StoreRefusal {
 /// - `get` and `update` see a task only for its owner and era (anyone else: not found), and
 ///   never an expired one;
 /// - `update` applies a change atomically, and not at all when the change is refused (a store
-///   may call it again on a conflict, so it must depend only on the record it is given);
+///   may call it again on a conflict, so it must depend only on the record it is given); it
+///   never changes the lease, and a task it finishes holds none;
+/// - `get`, `update` and `list` first fail a task whose runner's lease has run out
+///   ([`TaskRecord::runner_lost`]) with [`TaskRecord::fail_runner_lost`], atomically: of many
+///   readers at once exactly one makes the change, a renewal that got there first keeps the
+///   task alive, a finished task is never touched, and every reader sees the task failed;
+/// - `renew` extends a lease without changing anything else of the task;
 /// - `purge` forgets the tasks whose TTL has passed.
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task, durably, unless a cap forbids it.
@@ -149,6 +174,22 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Forgets the tasks expired at `now`; returns how many.
     fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize>;
+
+    /// Extends the lease of task `id` to `until` (kept to the millisecond; a renewal never
+    /// shortens a lease): its runner is alive. This is the runner's call, not a requestor's, so
+    /// it names no owner. A lease that has run out is taken up again as long as no reader
+    /// failed the task meanwhile.
+    ///
+    /// Refuses with `Refused(Terminal)` when the task has ended: finished, cancelled (perhaps
+    /// on another node), or failed because its lease had run out; its runner then stops the
+    /// work, and its outcome is discarded. `Refused(Invalid)` when the task holds no lease,
+    /// `NotFound` when it is gone (its TTL passed), `Unavailable` when the store failed (the
+    /// runner tries again).
+    fn renew<'a>(
+        &'a self,
+        id: &'a str,
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), StoreRefusal>>;
 }
 
 /// A shared store is a store: keep an `Arc` to look into the one a server uses.
@@ -189,6 +230,14 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
     fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize> {
         (**self).purge(now)
     }
+
+    fn renew<'a>(
+        &'a self,
+        id: &'a str,
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), StoreRefusal>> {
+        (**self).renew(id, until)
+    }
 }
 
 /// True when `next` is still the task `record` is: whose, which and when a task is never
@@ -198,6 +247,25 @@ fn same_identity(record: &TaskRecord, next: &TaskRecord) -> bool {
         && next.owner == record.owner
         && next.era == record.era
         && next.created_at == record.created_at
+}
+
+/// `next`, the task as a change left it, with the lease of `record` (as stored before the
+/// change): a change never sets a lease, and a finished task holds none.
+fn keep_lease(record: &TaskRecord, next: &mut TaskRecord) {
+    next.lease_until = if next.status.is_terminal() {
+        None
+    } else {
+        record.lease_until
+    };
+}
+
+/// `at`, rounded down to the millisecond (what stores keep of a lease).
+fn floor_millis(at: SystemTime) -> SystemTime {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let millis = u64::try_from(since.as_millis()).unwrap_or(u64::MAX);
+    std::time::UNIX_EPOCH
+        .checked_add(Duration::from_millis(millis))
+        .unwrap_or(at)
 }
 
 /// Where a record sorts in a list: creation time, then id.

@@ -5,7 +5,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use super::{
-    StoreRefusal, TaskChange, TaskLimits, TaskStore, parse_cursor, same_identity, sort_key,
+    StoreRefusal, TaskChange, TaskLimits, TaskStore, floor_millis, keep_lease, parse_cursor,
+    same_identity, sort_key,
 };
 use crate::peer::BoxFuture;
 use crate::task::record::{Era, Refused, TaskRecord};
@@ -49,7 +50,8 @@ impl Tasks {
         }
     }
 
-    /// The live task `id` of `owner` in `era`; an expired one is forgotten on the way.
+    /// The live task `id` of `owner` in `era`; an expired one is forgotten on the way, and one
+    /// whose runner's lease ran out is failed.
     fn visible(
         &mut self,
         id: &str,
@@ -65,7 +67,16 @@ impl Tasks {
             self.remove(id);
             return Err(StoreRefusal::NotFound);
         }
-        self.by_id.get_mut(id).ok_or(StoreRefusal::NotFound)
+        let record = self.by_id.get_mut(id).ok_or(StoreRefusal::NotFound)?;
+        fail_if_runner_lost(record, now);
+        Ok(record)
+    }
+}
+
+/// Fails `record` if its runner's lease had run out at `now` (under the store's lock: once).
+fn fail_if_runner_lost(record: &mut TaskRecord, now: SystemTime) {
+    if record.runner_lost(now) && record.fail_runner_lost().is_ok() {
+        tracing::warn!(task = %record.id, "a task's runner stopped renewing its lease: failed");
     }
 }
 
@@ -140,6 +151,8 @@ impl MemoryTaskStore {
             return Err(StoreRefusal::Unavailable("duplicate task id".into()));
         }
         *tasks.per_owner.entry(key.to_owned()).or_default() += 1;
+        let mut record = record;
+        record.lease_until = record.lease_until.map(floor_millis);
         tasks.by_id.insert(record.id.clone(), record);
         Ok(())
     }
@@ -181,6 +194,7 @@ impl TaskStore for MemoryTaskStore {
                     if !same_identity(record, &next) {
                         return Err(StoreRefusal::Refused(Refused::Invalid));
                     }
+                    keep_lease(record, &mut next);
                     *record = next.clone();
                     Ok(next)
                 })
@@ -196,20 +210,29 @@ impl TaskStore for MemoryTaskStore {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<TaskRecord>, StoreRefusal>> {
         let now = SystemTime::now();
-        let tasks = self.lock();
+        let mut tasks = self.lock();
         let after = match after.map(parse_cursor) {
             None => None,
             Some(Some(key)) => Some(key),
             Some(None) => return Box::pin(std::future::ready(Err(StoreRefusal::NotFound))),
         };
-        let mut mine: Vec<&TaskRecord> = tasks
+        let mut mine: Vec<(u128, String)> = tasks
             .by_id
             .values()
             .filter(|t| t.owner == owner && t.era == era && !t.expired(now))
-            .filter(|t| after.as_ref().is_none_or(|key| &sort_key(t) > key))
+            .map(sort_key)
+            .filter(|key| after.as_ref().is_none_or(|after| key > after))
             .collect();
-        mine.sort_by_key(|t| sort_key(t));
-        let page = mine.into_iter().take(limit).cloned().collect();
+        mine.sort_unstable();
+        let page = mine
+            .into_iter()
+            .take(limit)
+            .filter_map(|(_, id)| {
+                let record = tasks.by_id.get_mut(&id)?;
+                fail_if_runner_lost(record, now);
+                Some(record.clone())
+            })
+            .collect();
         Box::pin(std::future::ready(Ok(page)))
     }
 
@@ -225,5 +248,29 @@ impl TaskStore for MemoryTaskStore {
             tasks.remove(id);
         }
         Box::pin(std::future::ready(expired.len()))
+    }
+
+    fn renew<'a>(
+        &'a self,
+        id: &'a str,
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), StoreRefusal>> {
+        let renewed = {
+            let mut tasks = self.lock();
+            match tasks.by_id.get_mut(id) {
+                Some(record) if !record.expired(SystemTime::now()) => {
+                    if record.status.is_terminal() {
+                        Err(StoreRefusal::Refused(Refused::Terminal))
+                    } else if let Some(lease) = &mut record.lease_until {
+                        *lease = (*lease).max(floor_millis(until));
+                        Ok(())
+                    } else {
+                        Err(StoreRefusal::Refused(Refused::Invalid))
+                    }
+                }
+                _ => Err(StoreRefusal::NotFound),
+            }
+        };
+        Box::pin(std::future::ready(renewed))
     }
 }

@@ -11,13 +11,20 @@
 //!   change is always applied to the latest record;
 //! - a task's keys expire with its TTL in Redis itself, so nothing outlives it even if no node
 //!   purges; `purge` drops the index entries of expired tasks;
+//! - the runner's lease is a field beside the record (`lease.rs`): `renew` is one script call;
+//!   a read that finds a lease run out fails the task with the same compare-and-set, which
+//!   also checks the lease is still out, so one reader of many makes the change and a renewal
+//!   that got there first wins;
 //! - any Redis failure is [`StoreRefusal::Unavailable`], never `NotFound` (a store outage must
 //!   not look like an unknown task), and its message names no credential.
 //!
 //! The key layout is in `keys.rs`, the scripts in `scripts.rs`, the stored form in
-//! `stored.rs`. Timestamps and expiries come from the nodes' clocks: keep them in sync (NTP).
+//! `stored.rs`. Timestamps, expiries and leases come from the nodes' clocks: keep them in sync
+//! (NTP); a node whose clock runs ahead by more than a fraction of the lease sees other nodes'
+//! leases run out early.
 
 mod keys;
+mod lease;
 mod scripts;
 mod stored;
 
@@ -30,7 +37,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use self::keys::Keys;
 use self::scripts::Scripts;
-use super::{StoreRefusal, TaskChange, TaskLimits, TaskStore, parse_cursor, same_identity};
+use super::{
+    StoreRefusal, TaskChange, TaskLimits, TaskStore, keep_lease, parse_cursor, same_identity,
+};
 use crate::peer::BoxFuture;
 use crate::task::record::{Era, Refused, TaskRecord};
 
@@ -222,6 +231,11 @@ impl RedisTaskStore {
             .arg(&record.id)
             .arg(entry)
             .arg(member)
+            .arg(
+                record
+                    .lease_until
+                    .map_or(String::new(), |at| millis(at).to_string()),
+            )
             .invoke_async(&mut self.redis.clone())
             .await
             .map_err(|e| self.fail(&e))?;
@@ -235,31 +249,6 @@ impl RedisTaskStore {
             other => Err(StoreRefusal::Unavailable(format!(
                 "unexpected answer {other} from the create script"
             ))),
-        }
-    }
-
-    /// The record and version of task `id`, if `owner` sees it in `era` (not expired).
-    async fn read(
-        &self,
-        id: &str,
-        owner: &str,
-        era: Era,
-    ) -> Result<(TaskRecord, String), StoreRefusal> {
-        let (json, version): (Option<String>, Option<String>) = redis::cmd("HMGET")
-            .arg(self.keys.task(id))
-            .arg("r")
-            .arg("v")
-            .query_async(&mut self.redis.clone())
-            .await
-            .map_err(|e| self.fail(&e))?;
-        let (Some(json), Some(version)) = (json, version) else {
-            return Err(StoreRefusal::NotFound);
-        };
-        let record = decode(&json)?;
-        if visible(&record, id, owner, era, SystemTime::now()) {
-            Ok((record, version))
-        } else {
-            Err(StoreRefusal::NotFound)
         }
     }
 
@@ -279,14 +268,18 @@ impl RedisTaskStore {
             if !same_identity(&record, &next) {
                 return Err(StoreRefusal::Refused(Refused::Invalid));
             }
+            keep_lease(&record, &mut next);
             let json = stored::encode(&next)
                 .map_err(|e| StoreRefusal::Unavailable(format!("a task did not encode: {e}")))?;
+            let ends = if next.status.is_terminal() { "end" } else { "" };
             let written: i64 = self
                 .scripts
                 .write
                 .key(&task)
                 .arg(version)
                 .arg(json)
+                .arg(ends)
+                .arg("")
                 .invoke_async(&mut self.redis.clone())
                 .await
                 .map_err(|e| self.fail(&e))?;
@@ -338,18 +331,31 @@ impl RedisTaskStore {
             let ids: Vec<&str> = members.iter().filter_map(|m| keys::member_id(m)).collect();
             let mut pipe = redis::pipe();
             for id in &ids {
-                pipe.cmd("HGET").arg(self.keys.task(id)).arg("r");
+                pipe.cmd("HMGET")
+                    .arg(self.keys.task(id))
+                    .arg(&lease::FIELDS);
             }
-            let records: Vec<Option<String>> = pipe
+            let records: Vec<lease::Fields> = pipe
                 .query_async(&mut redis)
                 .await
                 .map_err(|e| self.fail(&e))?;
             let now = SystemTime::now();
-            for (id, json) in ids.iter().zip(records) {
+            for (id, fields) in ids.iter().zip(records) {
                 // A task gone from Redis expired; its entry waits for `purge`.
-                let Some(json) = json else { continue };
-                let record = decode(&json)?;
-                if visible(&record, id, owner, era, now) {
+                let Some((record, _)) = lease::record_of(fields)? else {
+                    continue;
+                };
+                if !visible(&record, id, owner, era, now) {
+                    continue;
+                }
+                if record.runner_lost(now) {
+                    // Failed on the way (by this reader or another), as `get` does.
+                    match self.read(id, owner, era).await {
+                        Ok((record, _)) => page.push(record),
+                        Err(StoreRefusal::NotFound) => {}
+                        Err(other) => return Err(other),
+                    }
+                } else {
                     page.push(record);
                 }
             }
@@ -425,6 +431,14 @@ impl TaskStore for RedisTaskStore {
                 }
             }
         })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        id: &'a str,
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), StoreRefusal>> {
+        Box::pin(self.renew_now(id, until))
     }
 }
 
