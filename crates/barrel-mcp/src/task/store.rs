@@ -50,8 +50,9 @@ pub struct TaskLimits {
     /// The lease starts when the task is created. Longer means a dead node's tasks are seen
     /// failed later; shorter means a node that stalls (a runtime starved of threads, a store
     /// unreachable) for longer than this has its tasks failed under it, and its late results
-    /// discarded. Read by the server, not the store. Values under 30 ms count as 30 ms.
-    /// Default 10 s.
+    /// discarded. Read by the server, not the store. Values under 30 ms count as 30 ms; a
+    /// value too long to add to the clock (`Duration::MAX`) takes no lease at all: tasks are
+    /// then never failed for want of a runner. Default 10 s.
     pub lease: Duration,
 }
 
