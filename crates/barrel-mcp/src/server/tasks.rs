@@ -142,6 +142,15 @@ impl Server {
     /// ran out while the work still ran (the server stalled for longer than
     /// [`TaskLimits::lease`](crate::task::TaskLimits::lease)): their work was stopped, or its
     /// outcome discarded. Each is also logged as a warning. Zero on a healthy server.
+    ///
+    /// ```
+    /// use barrel_mcp::server::Server;
+    ///
+    /// let server = Server::builder().name("demo", "1.0.0").build()?;
+    /// // For a health probe: above zero, this server stalled past its task lease.
+    /// assert_eq!(server.lost_task_leases(), 0);
+    /// # Ok::<(), barrel_mcp::Error>(())
+    /// ```
     pub fn lost_task_leases(&self) -> u64 {
         self.inner
             .tasks
