@@ -9,6 +9,10 @@
 //! - [`TaskStore`]: where tasks live, with [`MemoryTaskStore`] as the default and
 //!   [`TaskLimits`] (per-owner and total caps, TTL bounds, the poll interval); with feature
 //!   `redis`, `RedisTaskStore` shares them between server processes;
+//! - the runner's lease: the server that runs a task's work renews the task's lease
+//!   ([`TaskStore::renew`], every third of [`TaskLimits::lease`]); any read of a task not
+//!   finished whose lease ran out fails it first (-32603, [`RUNNER_STOPPED`]), so a task whose
+//!   node died is seen failed on every node instead of working until its TTL;
 //! - [`new_task_id`]: unguessable ids (192 random bits, base64url: they act as bearer handles);
 //! - the receiver's answers to `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`
 //!   over a store, shared by the server and the client (crate-private).
@@ -21,7 +25,7 @@ pub(crate) mod serve;
 mod store;
 mod time;
 
-pub use record::{Era, Refused, TaskOutcome, TaskRecord};
+pub use record::{Era, RUNNER_STOPPED, Refused, TaskOutcome, TaskRecord};
 #[cfg(feature = "redis")]
 pub use store::RedisTaskStore;
 pub use store::{MemoryTaskStore, StoreRefusal, TaskChange, TaskLimits, TaskStore, cursor_after};

@@ -230,7 +230,9 @@ async fn create(
         Era::Extension,
         Some(ttl),
         limits.poll_interval,
-    );
+    )
+    // The lease starts now: a task whose work has not started yet is not taken for abandoned.
+    .with_lease(limits.granted_lease());
     record.anonymous = principal.is_none();
     let mut created = record.to_extension_task();
     server

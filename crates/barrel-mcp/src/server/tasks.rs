@@ -15,6 +15,11 @@
 //! - `tasks/result` waits until the task ends (woken by each finished task, bounded by the
 //!   request's own cancellation) and answers with exactly the outcome, carrying the
 //!   related-task `_meta`.
+//! - While a task's work runs, its runner (this process) renews the task's lease (`lease.rs`),
+//!   in both eras: should the process die, any node sharing the store fails the task once the
+//!   lease has run out, on its next read. A runner that finds its task ended elsewhere (failed
+//!   for a lapsed lease, or cancelled on another node) stops the work; a late outcome is
+//!   discarded.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,14 +28,13 @@ use std::time::Duration;
 use barrel_mcp_types::{CreateTaskResult, ErrorObject, TaskStatus, Tool};
 use serde_json::Value;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::context::Scope;
 use super::invoke;
 use super::task_input::{TaskInput, TaskSlot};
-use crate::peer::{Peer, RequestContext};
+use crate::peer::RequestContext;
 pub(crate) use crate::task::serve::{announce_status, task_id};
 use crate::task::{Era, TaskRecord, TaskStore, new_task_id, serve};
 
@@ -55,6 +59,11 @@ pub(crate) fn support(tool: &Tool) -> TaskSupport {
     }
 }
 
+mod lease;
+mod runner;
+
+pub(crate) use runner::{Watched, watch};
+
 /// The tasks of a server: the store, and the running work of this process.
 pub(crate) struct Tasks {
     pub(crate) store: Arc<dyn TaskStore>,
@@ -66,6 +75,10 @@ pub(crate) struct Tasks {
     waiting: Mutex<HashMap<String, HashMap<String, oneshot::Sender<Value>>>>,
     /// Set once the periodic purge of expired tasks runs.
     purging: std::sync::OnceLock<()>,
+    /// Tasks of this process failed elsewhere because their lease ran out while their work
+    /// still ran here (a stall longer than the lease): their work was stopped, or its outcome
+    /// discarded.
+    lost_leases: std::sync::atomic::AtomicU64,
 }
 
 impl Tasks {
@@ -76,6 +89,7 @@ impl Tasks {
             ended: tokio::sync::Notify::new(),
             waiting: Mutex::new(HashMap::new()),
             purging: std::sync::OnceLock::new(),
+            lost_leases: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -120,6 +134,28 @@ impl Tasks {
         }
         self.waiting().remove(id);
         self.ended.notify_waiters();
+    }
+}
+
+impl Server {
+    /// How many tasks whose work ran in this server were failed elsewhere because their lease
+    /// ran out while the work still ran (the server stalled for longer than
+    /// [`TaskLimits::lease`](crate::task::TaskLimits::lease)): their work was stopped, or its
+    /// outcome discarded. Each is also logged as a warning. Zero on a healthy server.
+    ///
+    /// ```
+    /// use barrel_mcp::server::Server;
+    ///
+    /// let server = Server::builder().name("demo", "1.0.0").build()?;
+    /// // For a health probe: above zero, this server stalled past its task lease.
+    /// assert_eq!(server.lost_task_leases(), 0);
+    /// # Ok::<(), barrel_mcp::Error>(())
+    /// ```
+    pub fn lost_task_leases(&self) -> u64 {
+        self.inner
+            .tasks
+            .lost_leases
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -174,7 +210,9 @@ pub(crate) async fn call_as_task(
         Era::Sessions,
         Some(limits.ttl_for(asked)),
         limits.poll_interval,
-    );
+    )
+    // The lease starts now: a task whose work has not started yet is not taken for abandoned.
+    .with_lease(limits.granted_lease());
     let owner = record.owner.clone();
     let ttl = record.ttl;
     let created = record.to_task();
@@ -217,80 +255,6 @@ pub(crate) async fn call_as_task(
         task: created,
         meta: None,
     })
-}
-
-/// The task whose work [`watch`] keeps.
-pub(crate) struct Watched {
-    pub(crate) id: String,
-    pub(crate) owner: String,
-    pub(crate) era: Era,
-    /// Past it the work is stopped (its record is gone then).
-    pub(crate) ttl: Option<Duration>,
-    /// Told of the task's end with `notifications/tasks/status` (2025-11-25 sessions).
-    pub(crate) announce: Option<Peer>,
-}
-
-/// Keeps the outcome of a task's `work` in the store, or stops the work when `cancel` fires
-/// (`tasks/cancel`) or the task's TTL passes (its record is gone then: nothing could see the
-/// outcome, and nothing could cancel it any more); a late outcome after a cancel is refused by
-/// the record, not applied.
-pub(crate) fn watch(
-    server: &Server,
-    task: Watched,
-    cancel: CancellationToken,
-    mut work: JoinHandle<Result<Value, ErrorObject>>,
-) {
-    let Watched {
-        id,
-        owner,
-        era,
-        ttl,
-        announce,
-    } = task;
-    let tasks = &server.inner.tasks;
-    tasks.purge_every(server.config().task_limits.purge_interval);
-    tasks.running().insert(id.clone(), cancel.clone());
-    let server = server.clone();
-    tokio::spawn(async move {
-        let outcome = tokio::select! {
-            joined = &mut work => Some(joined.unwrap_or_else(|_| {
-                Err(ErrorObject::internal("the task's work failed"))
-            })),
-            () = cancel.cancelled() => {
-                work.abort();
-                None
-            }
-            () = sleep_or_forever(ttl) => {
-                work.abort();
-                None
-            }
-        };
-        let tasks = &server.inner.tasks;
-        tasks.running().remove(&id);
-        tasks.waiting().remove(&id);
-        if let Some(outcome) = outcome {
-            let limit = server.config().task_limits.max_result_bytes;
-            let outcome = serve::keepable(outcome, limit);
-            let finish = move |t: &mut TaskRecord| t.finish(outcome.clone());
-            match tasks.store.update(&id, &owner, era, &finish).await {
-                Ok(record) => {
-                    server.task_changed(&id);
-                    announce_status(announce.as_ref(), &record).await;
-                }
-                Err(refusal) => {
-                    tracing::debug!(task = %id, ?refusal, "a task's outcome was not kept");
-                }
-            }
-        }
-        tasks.ended.notify_waiters();
-    });
-}
-
-async fn sleep_or_forever(duration: Option<Duration>) {
-    match duration {
-        Some(duration) => tokio::time::sleep(duration).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// `tasks/get`: the task as it stands.

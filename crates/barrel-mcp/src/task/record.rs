@@ -6,6 +6,11 @@
 //! through [`TaskRecord::set_status`], [`TaskRecord::finish`] or [`TaskRecord::cancel`], which
 //! refuse to touch a terminal task: a late completion after a cancel is refused, not applied.
 //!
+//! A task being worked on carries a lease ([`TaskRecord::lease_until`]): its runner renews it
+//! while the work runs. Once the lease has run out on a task that is not finished, the runner is
+//! presumed gone (its process died, or it stalled past the lease), and whoever reads the task
+//! next fails it ([`TaskRecord::fail_runner_lost`]): stores apply this rule on every read.
+//!
 //! How an outcome maps to a status depends on the era (the one thing the two wire forms
 //! disagree on): a tool result with `isError: true` is `failed` in 2025-11-25 and `completed`
 //! (the result carrying `isError`) in 2026-07-28; a JSON-RPC error is `failed` in both.
@@ -35,6 +40,9 @@ pub enum TaskOutcome {
     /// A JSON-RPC error.
     Error(ErrorObject),
 }
+
+/// The message of the error (-32603) a task is failed with when its runner's lease ran out.
+pub const RUNNER_STOPPED: &str = "the server node running this task stopped";
 
 /// Why a change to a task was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +83,13 @@ pub struct TaskRecord {
     /// anonymous cap ([`TaskLimits::max_anonymous`](super::TaskLimits::max_anonymous)) instead
     /// of a per-owner one.
     pub anonymous: bool,
+    /// Until when the task's runner is known to be alive: it renews the lease while the work
+    /// runs ([`TaskStore::renew`](super::TaskStore::renew)). Once it has passed on a task that
+    /// is not finished, the task is failed on its next read ([`runner_lost`](Self::runner_lost)).
+    /// `None`: no lease (the task never fails for want of a runner); a finished task holds none.
+    /// Stores keep it to the millisecond (rounded down), and only
+    /// [`create`](super::TaskStore::create) and `renew` set it: an `update` leaves it as it was.
+    pub lease_until: Option<SystemTime>,
 }
 
 impl TaskRecord {
@@ -100,7 +115,30 @@ impl TaskRecord {
             outcome: None,
             input_requests: BTreeMap::new(),
             anonymous: false,
+            lease_until: None,
         }
+    }
+
+    /// This task with a lease of `lease` from now: it must be renewed before then, or the task
+    /// fails as soon as someone reads it. A lease too long to count is no lease.
+    #[must_use]
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease_until = SystemTime::now().checked_add(lease);
+        self
+    }
+
+    /// True when the task is not finished and its runner's lease had run out at `now`: the
+    /// runner stopped renewing it (its process died, or it stalled past the lease).
+    pub fn runner_lost(&self, now: SystemTime) -> bool {
+        !self.status.is_terminal() && self.lease_until.is_some_and(|until| now >= until)
+    }
+
+    /// Fails the task because its runner is gone: `failed`, with the JSON-RPC error -32603
+    /// [`RUNNER_STOPPED`] as its outcome and its status message.
+    pub fn fail_runner_lost(&mut self) -> Result<(), Refused> {
+        self.finish(TaskOutcome::Error(ErrorObject::internal(RUNNER_STOPPED)))?;
+        self.status_message = Some(RUNNER_STOPPED.to_owned());
+        Ok(())
     }
 
     /// True once its TTL has passed at `now`.
@@ -143,6 +181,7 @@ impl TaskRecord {
         };
         self.outcome = Some(outcome);
         self.input_requests.clear();
+        self.lease_until = None;
         self.touch();
         Ok(())
     }
@@ -154,6 +193,7 @@ impl TaskRecord {
         }
         self.status = TaskStatus::Cancelled;
         self.input_requests.clear();
+        self.lease_until = None;
         self.touch();
         Ok(())
     }
@@ -292,6 +332,39 @@ mod tests {
         assert_eq!(old.poll_interval, Some(1_000));
         let wire = serde_json::to_value(&old).unwrap();
         assert!(wire.get("ttlMs").is_none());
+    }
+
+    #[test]
+    fn a_lapsed_lease_fails_an_unfinished_task_only() {
+        let now = SystemTime::now();
+        let mut t = task(Era::Extension).with_lease(Duration::from_secs(10));
+        assert!(!t.runner_lost(now));
+        assert!(t.runner_lost(now + Duration::from_secs(11)));
+        t.set_status(TaskStatus::InputRequired).unwrap();
+        assert!(
+            t.runner_lost(now + Duration::from_secs(11)),
+            "a waiting task too"
+        );
+        t.fail_runner_lost().unwrap();
+        assert_eq!(t.status, TaskStatus::Failed);
+        assert_eq!(t.lease_until, None);
+        assert!(!t.runner_lost(now + Duration::from_secs(11)));
+        assert_eq!(t.fail_runner_lost(), Err(Refused::Terminal));
+        let detailed = t.to_detailed_task();
+        assert_eq!(detailed["error"]["code"], -32603);
+        assert_eq!(detailed["error"]["message"], RUNNER_STOPPED);
+        assert_eq!(detailed["statusMessage"], RUNNER_STOPPED);
+        // The 2025-11-25 era fails it too (an error outcome is `failed` in both eras).
+        let mut old = task(Era::Sessions).with_lease(Duration::ZERO);
+        assert!(old.runner_lost(SystemTime::now()));
+        old.fail_runner_lost().unwrap();
+        assert_eq!(old.status, TaskStatus::Failed);
+        // No lease, no failure; a lease too long to count is none.
+        assert!(!task(Era::Sessions).runner_lost(now + Duration::from_secs(86_400)));
+        assert_eq!(
+            task(Era::Sessions).with_lease(Duration::MAX).lease_until,
+            None
+        );
     }
 
     #[test]

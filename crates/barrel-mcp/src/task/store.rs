@@ -1,7 +1,7 @@
-//! Where tasks live: the [`TaskStore`] trait, and [`MemoryTaskStore`], the default.
+//! Where tasks live: the [`TaskStore`] trait, its [`TaskLimits`], and the stores
+//! ([`MemoryTaskStore`], the default, in `memory.rs`; `RedisTaskStore` in `redis_store.rs`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use barrel_mcp_types::ErrorObject;
@@ -9,8 +9,11 @@ use barrel_mcp_types::ErrorObject;
 use super::record::{Era, Refused, TaskRecord};
 use crate::peer::BoxFuture;
 
+mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;
+
+pub use self::memory::MemoryTaskStore;
 #[cfg(feature = "redis")]
 pub use self::redis_store::RedisTaskStore;
 
@@ -40,6 +43,17 @@ pub struct TaskLimits {
     pub purge_interval: Duration,
     /// Tasks per `tasks/list` page (at least one). Default 50.
     pub page_size: usize,
+    /// How long a task's runner may go without renewing its lease before the task counts as
+    /// abandoned: the server that runs a task's work renews it every third of this while the
+    /// work runs, and a task not finished whose lease has run out is failed (-32603, "the server
+    /// node running this task stopped") by whoever reads it next, on any node sharing the store.
+    /// The lease starts when the task is created. Longer means a dead node's tasks are seen
+    /// failed later; shorter means a node that stalls (a runtime starved of threads, a store
+    /// unreachable) for longer than this has its tasks failed under it, and its late results
+    /// discarded. Read by the server, not the store. Values under 30 ms count as 30 ms; a
+    /// value too long to add to the clock (`Duration::MAX`) takes no lease at all: tasks are
+    /// then never failed for want of a runner. Default 10 s.
+    pub lease: Duration,
 }
 
 impl Default for TaskLimits {
@@ -55,6 +69,7 @@ impl Default for TaskLimits {
             max_result_bytes: 4 * 1024 * 1024,
             purge_interval: Duration::from_secs(30),
             page_size: 50,
+            lease: Duration::from_secs(10),
         }
     }
 }
@@ -67,7 +82,15 @@ impl TaskLimits {
             .min(self.max_ttl)
             .max(self.min_ttl.min(self.max_ttl))
     }
+
+    /// The lease a runner takes: [`lease`](Self::lease), at least [`MIN_LEASE`].
+    pub(crate) fn granted_lease(&self) -> Duration {
+        self.lease.max(MIN_LEASE)
+    }
 }
+
+/// The shortest lease a runner takes, whatever [`TaskLimits::lease`] says.
+const MIN_LEASE: Duration = Duration::from_millis(30);
 
 /// A change to one task: applied to the stored record, atomically.
 pub type TaskChange<'a> = &'a (dyn Fn(&mut TaskRecord) -> Result<(), Refused> + Send + Sync);
@@ -112,7 +135,13 @@ impl StoreRefusal {
 /// - `get` and `update` see a task only for its owner and era (anyone else: not found), and
 ///   never an expired one;
 /// - `update` applies a change atomically, and not at all when the change is refused (a store
-///   may call it again on a conflict, so it must depend only on the record it is given);
+///   may call it again on a conflict, so it must depend only on the record it is given); it
+///   never changes the lease, and a task it finishes holds none;
+/// - `get`, `update` and `list` first fail a task whose runner's lease has run out
+///   ([`TaskRecord::runner_lost`]) with [`TaskRecord::fail_runner_lost`], atomically: of many
+///   readers at once exactly one makes the change, a renewal that got there first keeps the
+///   task alive, a finished task is never touched, and every reader sees the task failed;
+/// - `renew` extends a lease without changing anything else of the task;
 /// - `purge` forgets the tasks whose TTL has passed.
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task, durably, unless a cap forbids it.
@@ -146,6 +175,22 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Forgets the tasks expired at `now`; returns how many.
     fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize>;
+
+    /// Extends the lease of task `id` to `until` (kept to the millisecond; a renewal never
+    /// shortens a lease): its runner is alive. This is the runner's call, not a requestor's, so
+    /// it names no owner. A lease that has run out is taken up again as long as no reader
+    /// failed the task meanwhile.
+    ///
+    /// Refuses with `Refused(Terminal)` when the task has ended: finished, cancelled (perhaps
+    /// on another node), or failed because its lease had run out; its runner then stops the
+    /// work, and its outcome is discarded. `Refused(Invalid)` when the task holds no lease,
+    /// `NotFound` when it is gone (its TTL passed), `Unavailable` when the store failed (the
+    /// runner tries again).
+    fn renew<'a>(
+        &'a self,
+        id: &'a str,
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), StoreRefusal>>;
 }
 
 /// A shared store is a store: keep an `Arc` to look into the one a server uses.
@@ -186,223 +231,13 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
     fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize> {
         (**self).purge(now)
     }
-}
 
-/// Tasks in this process's memory (the default store).
-#[derive(Debug, Default)]
-pub struct MemoryTaskStore {
-    limits: TaskLimits,
-    tasks: Mutex<Tasks>,
-}
-
-#[derive(Debug, Default)]
-struct Tasks {
-    by_id: HashMap<String, TaskRecord>,
-    /// Tasks held, by owner (anonymous ones under [`ANONYMOUS`]).
-    per_owner: HashMap<String, usize>,
-}
-
-/// The key anonymous tasks are counted under (no principal can have it: it starts with NUL).
-const ANONYMOUS: &str = "\0anonymous";
-
-/// The key a task is counted under.
-fn quota_key(record: &TaskRecord) -> &str {
-    if record.anonymous {
-        ANONYMOUS
-    } else {
-        &record.owner
-    }
-}
-
-impl Tasks {
-    fn remove(&mut self, id: &str) {
-        if let Some(record) = self.by_id.remove(id) {
-            let key = quota_key(&record);
-            if let Some(count) = self.per_owner.get_mut(key) {
-                *count -= 1;
-                if *count == 0 {
-                    self.per_owner.remove(key);
-                }
-            }
-        }
-    }
-
-    /// The live task `id` of `owner` in `era`; an expired one is forgotten on the way.
-    fn visible(
-        &mut self,
-        id: &str,
-        owner: &str,
-        era: Era,
-        now: SystemTime,
-    ) -> Result<&mut TaskRecord, StoreRefusal> {
-        let expired = match self.by_id.get(id) {
-            Some(record) if record.owner == owner && record.era == era => record.expired(now),
-            _ => return Err(StoreRefusal::NotFound),
-        };
-        if expired {
-            self.remove(id);
-            return Err(StoreRefusal::NotFound);
-        }
-        self.by_id.get_mut(id).ok_or(StoreRefusal::NotFound)
-    }
-}
-
-impl MemoryTaskStore {
-    /// An empty store with `limits`.
-    pub fn new(limits: TaskLimits) -> Self {
-        Self {
-            limits,
-            tasks: Mutex::new(Tasks::default()),
-        }
-    }
-
-    /// The store's limits.
-    pub fn limits(&self) -> &TaskLimits {
-        &self.limits
-    }
-
-    /// How many tasks it holds.
-    pub fn len(&self) -> usize {
-        self.lock().by_id.len()
-    }
-
-    /// True when it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Tasks> {
-        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn create_now(&self, record: TaskRecord) -> Result<(), StoreRefusal> {
-        let mut tasks = self.lock();
-        let key = quota_key(&record);
-        let cap = if record.anonymous {
-            self.limits.max_anonymous
-        } else {
-            self.limits.max_per_owner
-        };
-        let full = |tasks: &Tasks| {
-            tasks.per_owner.get(key).copied().unwrap_or(0) >= cap
-                || tasks.by_id.len() >= self.limits.max_tasks
-        };
-        if full(&tasks) {
-            // Expired tasks no one looked up again still hold their places: forget them first.
-            let now = SystemTime::now();
-            let expired: Vec<String> = tasks
-                .by_id
-                .values()
-                .filter(|t| t.expired(now))
-                .map(|t| t.id.clone())
-                .collect();
-            for id in &expired {
-                tasks.remove(id);
-            }
-        }
-        let owned = tasks.per_owner.get(key).copied().unwrap_or(0);
-        if owned >= cap {
-            let whose = if record.anonymous {
-                "of anonymous callers"
-            } else {
-                "per requestor"
-            };
-            return Err(StoreRefusal::Full(format!(
-                "too many tasks (at most {cap} {whose})"
-            )));
-        }
-        if tasks.by_id.len() >= self.limits.max_tasks {
-            return Err(StoreRefusal::Full("too many tasks on this server".into()));
-        }
-        if tasks.by_id.contains_key(&record.id) {
-            return Err(StoreRefusal::Unavailable("duplicate task id".into()));
-        }
-        *tasks.per_owner.entry(key.to_owned()).or_default() += 1;
-        tasks.by_id.insert(record.id.clone(), record);
-        Ok(())
-    }
-}
-
-impl TaskStore for MemoryTaskStore {
-    fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreRefusal>> {
-        Box::pin(std::future::ready(self.create_now(record)))
-    }
-
-    fn get<'a>(
+    fn renew<'a>(
         &'a self,
         id: &'a str,
-        owner: &'a str,
-        era: Era,
-    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>> {
-        let found = self
-            .lock()
-            .visible(id, owner, era, SystemTime::now())
-            .map(|record| record.clone());
-        Box::pin(std::future::ready(found))
-    }
-
-    fn update<'a>(
-        &'a self,
-        id: &'a str,
-        owner: &'a str,
-        era: Era,
-        change: TaskChange<'a>,
-    ) -> BoxFuture<'a, Result<TaskRecord, StoreRefusal>> {
-        let changed = {
-            let mut tasks = self.lock();
-            tasks
-                .visible(id, owner, era, SystemTime::now())
-                .and_then(|record| {
-                    // Apply to a copy: a refused change leaves the record as it was.
-                    let mut next = record.clone();
-                    change(&mut next).map_err(StoreRefusal::Refused)?;
-                    if !same_identity(record, &next) {
-                        return Err(StoreRefusal::Refused(Refused::Invalid));
-                    }
-                    *record = next.clone();
-                    Ok(next)
-                })
-        };
-        Box::pin(std::future::ready(changed))
-    }
-
-    fn list<'a>(
-        &'a self,
-        owner: &'a str,
-        era: Era,
-        after: Option<&'a str>,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<TaskRecord>, StoreRefusal>> {
-        let now = SystemTime::now();
-        let tasks = self.lock();
-        let after = match after.map(parse_cursor) {
-            None => None,
-            Some(Some(key)) => Some(key),
-            Some(None) => return Box::pin(std::future::ready(Err(StoreRefusal::NotFound))),
-        };
-        let mut mine: Vec<&TaskRecord> = tasks
-            .by_id
-            .values()
-            .filter(|t| t.owner == owner && t.era == era && !t.expired(now))
-            .filter(|t| after.as_ref().is_none_or(|key| &sort_key(t) > key))
-            .collect();
-        mine.sort_by_key(|t| sort_key(t));
-        let page = mine.into_iter().take(limit).cloned().collect();
-        Box::pin(std::future::ready(Ok(page)))
-    }
-
-    fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize> {
-        let mut tasks = self.lock();
-        let expired: Vec<String> = tasks
-            .by_id
-            .values()
-            .filter(|t| t.expired(now))
-            .map(|t| t.id.clone())
-            .collect();
-        for id in &expired {
-            tasks.remove(id);
-        }
-        Box::pin(std::future::ready(expired.len()))
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), StoreRefusal>> {
+        (**self).renew(id, until)
     }
 }
 
@@ -413,6 +248,25 @@ fn same_identity(record: &TaskRecord, next: &TaskRecord) -> bool {
         && next.owner == record.owner
         && next.era == record.era
         && next.created_at == record.created_at
+}
+
+/// `next`, the task as a change left it, with the lease of `record` (as stored before the
+/// change): a change never sets a lease, and a finished task holds none.
+fn keep_lease(record: &TaskRecord, next: &mut TaskRecord) {
+    next.lease_until = if next.status.is_terminal() {
+        None
+    } else {
+        record.lease_until
+    };
+}
+
+/// `at`, rounded down to the millisecond (what stores keep of a lease).
+fn floor_millis(at: SystemTime) -> SystemTime {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let millis = u64::try_from(since.as_millis()).unwrap_or(u64::MAX);
+    std::time::UNIX_EPOCH
+        .checked_add(Duration::from_millis(millis))
+        .unwrap_or(at)
 }
 
 /// Where a record sorts in a list: creation time, then id.

@@ -14,6 +14,7 @@ mod local;
 mod resources_prompts;
 mod stateless;
 mod task_extension;
+mod task_lease;
 mod tasks;
 mod tools;
 

@@ -2,7 +2,8 @@
 //! [`MemoryTaskStore`] here and against `RedisTaskStore` (feature `redis`) on a real
 //! `redis-server` in `task_store/redis.rs`, with the same assertions.
 //!
-//! Each check gets a [`Make`]: a fresh, empty store with the limits it asks for.
+//! Each check gets a [`Make`]: a fresh, empty store with the limits it asks for. The checks of
+//! the runner's lease are in `task_store/lease.rs`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -15,8 +16,14 @@ use barrel_mcp::task::{
 use barrel_mcp::types::TaskStatus;
 use serde_json::json;
 
+mod lease;
 #[cfg(feature = "redis")]
 mod redis;
+
+pub(crate) use lease::{
+    a_finished_task_stays_finished_after_its_lease, a_lapsed_lease_fails_the_task_once_on_get,
+    a_lapsed_lease_fails_waiting_tasks_on_update_and_list, a_renewed_task_is_not_failed,
+};
 
 /// Makes a fresh, empty store with these limits.
 pub(crate) type Make =
@@ -67,10 +74,14 @@ macro_rules! task_store_suite {
             expired_tasks_are_invisible_and_purged,
             a_cursor_walks_every_task_in_creation_order,
             a_bad_cursor_is_not_found,
+            a_lapsed_lease_fails_waiting_tasks_on_update_and_list,
+            a_renewed_task_is_not_failed,
+            a_finished_task_stays_finished_after_its_lease,
         );
         task_store_suite!(@threaded $make;
             concurrent_updates_all_apply_exactly_once,
             cancel_racing_finish_has_one_winner,
+            a_lapsed_lease_fails_the_task_once_on_get,
         );
     };
     (@tests $make:path; $($check:ident),* $(,)?) => {

@@ -11,13 +11,21 @@
 //!   change is always applied to the latest record;
 //! - a task's keys expire with its TTL in Redis itself, so nothing outlives it even if no node
 //!   purges; `purge` drops the index entries of expired tasks;
+//! - the runner's lease is a field beside the record (`lease.rs`): `renew` is one script call;
+//!   a read that finds a lease run out fails the task with the same compare-and-set, which
+//!   also checks the lease is still out, so one reader of many makes the change and a renewal
+//!   that got there first wins;
 //! - any Redis failure is [`StoreRefusal::Unavailable`], never `NotFound` (a store outage must
 //!   not look like an unknown task), and its message names no credential.
 //!
 //! The key layout is in `keys.rs`, the scripts in `scripts.rs`, the stored form in
-//! `stored.rs`. Timestamps and expiries come from the nodes' clocks: keep them in sync (NTP).
+//! `stored.rs`, `list` and `purge` in `scan.rs`. Timestamps, expiries and leases come from the
+//! nodes' clocks: keep them in sync (NTP); a node whose clock runs ahead by more than a
+//! fraction of the lease sees other nodes' leases run out early.
 
 mod keys;
+mod lease;
+mod scan;
 mod scripts;
 mod stored;
 
@@ -30,7 +38,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use self::keys::Keys;
 use self::scripts::Scripts;
-use super::{StoreRefusal, TaskChange, TaskLimits, TaskStore, parse_cursor, same_identity};
+use super::{StoreRefusal, TaskChange, TaskLimits, TaskStore, keep_lease, same_identity};
 use crate::peer::BoxFuture;
 use crate::task::record::{Era, Refused, TaskRecord};
 
@@ -222,6 +230,11 @@ impl RedisTaskStore {
             .arg(&record.id)
             .arg(entry)
             .arg(member)
+            .arg(
+                record
+                    .lease_until
+                    .map_or(String::new(), |at| millis(at).to_string()),
+            )
             .invoke_async(&mut self.redis.clone())
             .await
             .map_err(|e| self.fail(&e))?;
@@ -235,31 +248,6 @@ impl RedisTaskStore {
             other => Err(StoreRefusal::Unavailable(format!(
                 "unexpected answer {other} from the create script"
             ))),
-        }
-    }
-
-    /// The record and version of task `id`, if `owner` sees it in `era` (not expired).
-    async fn read(
-        &self,
-        id: &str,
-        owner: &str,
-        era: Era,
-    ) -> Result<(TaskRecord, String), StoreRefusal> {
-        let (json, version): (Option<String>, Option<String>) = redis::cmd("HMGET")
-            .arg(self.keys.task(id))
-            .arg("r")
-            .arg("v")
-            .query_async(&mut self.redis.clone())
-            .await
-            .map_err(|e| self.fail(&e))?;
-        let (Some(json), Some(version)) = (json, version) else {
-            return Err(StoreRefusal::NotFound);
-        };
-        let record = decode(&json)?;
-        if visible(&record, id, owner, era, SystemTime::now()) {
-            Ok((record, version))
-        } else {
-            Err(StoreRefusal::NotFound)
         }
     }
 
@@ -279,14 +267,18 @@ impl RedisTaskStore {
             if !same_identity(&record, &next) {
                 return Err(StoreRefusal::Refused(Refused::Invalid));
             }
+            keep_lease(&record, &mut next);
             let json = stored::encode(&next)
                 .map_err(|e| StoreRefusal::Unavailable(format!("a task did not encode: {e}")))?;
+            let ends = if next.status.is_terminal() { "end" } else { "" };
             let written: i64 = self
                 .scripts
                 .write
                 .key(&task)
                 .arg(version)
                 .arg(json)
+                .arg(ends)
+                .arg("")
                 .invoke_async(&mut self.redis.clone())
                 .await
                 .map_err(|e| self.fail(&e))?;
@@ -299,85 +291,6 @@ impl RedisTaskStore {
         Err(StoreRefusal::Unavailable(
             "the task kept changing under concurrent updates".into(),
         ))
-    }
-
-    async fn list_now(
-        &self,
-        owner: &str,
-        era: Era,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreRefusal> {
-        let mut start = match after {
-            None => "-".to_owned(),
-            Some(cursor) => {
-                let (nanos, id) = parse_cursor(cursor).ok_or(StoreRefusal::NotFound)?;
-                format!("({}", keys::member(nanos, &id))
-            }
-        };
-        let owned = self.keys.owned(owner, era);
-        let mut page = Vec::new();
-        let mut redis = self.redis.clone();
-        while page.len() < limit {
-            let want = limit - page.len();
-            let members: Vec<String> = redis::cmd("ZRANGE")
-                .arg(&owned)
-                .arg(&start)
-                .arg("+")
-                .arg("BYLEX")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(want)
-                .query_async(&mut redis)
-                .await
-                .map_err(|e| self.fail(&e))?;
-            let Some(last) = members.last() else {
-                break;
-            };
-            start = format!("({last}");
-            let ids: Vec<&str> = members.iter().filter_map(|m| keys::member_id(m)).collect();
-            let mut pipe = redis::pipe();
-            for id in &ids {
-                pipe.cmd("HGET").arg(self.keys.task(id)).arg("r");
-            }
-            let records: Vec<Option<String>> = pipe
-                .query_async(&mut redis)
-                .await
-                .map_err(|e| self.fail(&e))?;
-            let now = SystemTime::now();
-            for (id, json) in ids.iter().zip(records) {
-                // A task gone from Redis expired; its entry waits for `purge`.
-                let Some(json) = json else { continue };
-                let record = decode(&json)?;
-                if visible(&record, id, owner, era, now) {
-                    page.push(record);
-                }
-            }
-            if members.len() < want {
-                break;
-            }
-        }
-        Ok(page)
-    }
-
-    async fn purge_now(&self, now: SystemTime) -> Result<usize, StoreRefusal> {
-        let now = millis(now);
-        let mut purged = 0;
-        loop {
-            let batch: usize = self
-                .scripts
-                .purge
-                .key(self.keys.all())
-                .arg(now)
-                .arg(PURGE_BATCH)
-                .invoke_async(&mut self.redis.clone())
-                .await
-                .map_err(|e| self.fail(&e))?;
-            purged += batch;
-            if batch < PURGE_BATCH {
-                return Ok(purged);
-            }
-        }
     }
 }
 
@@ -425,6 +338,14 @@ impl TaskStore for RedisTaskStore {
                 }
             }
         })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        id: &'a str,
+        until: SystemTime,
+    ) -> BoxFuture<'a, Result<(), StoreRefusal>> {
+        Box::pin(self.renew_now(id, until))
     }
 }
 

@@ -88,6 +88,72 @@ async fn two_nodes_share_one_task() {
     .await;
 }
 
+/// The hash fields `fields` of task `id` under `prefix`.
+async fn task_fields(url: &str, prefix: &str, id: &str, fields: &[&str]) -> Vec<Option<String>> {
+    let client = ::redis::Client::open(url).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    ::redis::cmd("HMGET")
+        .arg(format!("{prefix}:t:{{{id}}}"))
+        .arg(fields)
+        .query_async(&mut connection)
+        .await
+        .unwrap()
+}
+
+/// The lease on Redis: a renewal is one command that leaves the record and its version alone;
+/// two nodes reading a lapsed task at once write the failure once (the version moves by one);
+/// a node whose lease ran out learns it on its next renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_lease_is_failed_once_across_nodes() {
+    within(async {
+        let url = shared().url();
+        let prefix = unique_prefix("lease");
+        let runner = store_on(&url, &prefix, TaskLimits::default()).await;
+        let readers: Vec<Arc<dyn TaskStore>> = vec![
+            Arc::new(store_on(&url, &prefix, TaskLimits::default()).await),
+            Arc::new(store_on(&url, &prefix, TaskLimits::default()).await),
+        ];
+        let lease = Duration::from_millis(200);
+        let created = task("alice", Era::Extension, MINUTE).with_lease(lease);
+        let id = created.id.clone();
+        runner.create(created).await.unwrap();
+        for _ in 0..3 {
+            runner.renew(&id, SystemTime::now() + lease).await.unwrap();
+        }
+        let fields = task_fields(&url, &prefix, &id, &["v", "l"]).await;
+        assert_eq!(
+            fields[0].as_deref(),
+            Some("1"),
+            "renewals leave the version"
+        );
+        assert!(
+            fields[1]
+                .as_deref()
+                .is_some_and(|l| l.parse::<u64>().is_ok())
+        );
+        tokio::time::sleep(lease + Duration::from_millis(50)).await;
+        let mut reads = tokio::task::JoinSet::new();
+        for n in 0..20 {
+            let (store, id) = (Arc::clone(&readers[n % 2]), id.clone());
+            reads.spawn(async move { store.get(&id, "alice", Era::Extension).await });
+        }
+        let mut seen = Vec::new();
+        while let Some(read) = reads.join_next().await {
+            seen.push(read.unwrap().unwrap());
+        }
+        assert!(seen.iter().all(|t| t == &seen[0]), "one failure for all");
+        assert_eq!(seen[0].status, TaskStatus::Failed);
+        let fields = task_fields(&url, &prefix, &id, &["v", "l"]).await;
+        assert_eq!(fields[0].as_deref(), Some("2"), "written once");
+        assert_eq!(fields[1].as_deref(), Some("end"));
+        assert_eq!(
+            runner.renew(&id, SystemTime::now() + lease).await,
+            Err(StoreRefusal::Refused(barrel_mcp::task::Refused::Terminal))
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn nothing_is_left_in_redis_after_the_ttl() {
     within(async {
@@ -99,7 +165,7 @@ async fn nothing_is_left_in_redis_after_the_ttl() {
             let mut anonymous = task(&format!("session-{owner}"), Era::Sessions, ttl);
             anonymous.anonymous = true;
             store.create(anonymous).await.unwrap();
-            let created = task(owner, Era::Extension, ttl);
+            let created = task(owner, Era::Extension, ttl).with_lease(MINUTE);
             let id = created.id.clone();
             store.create(created).await.unwrap();
             store

@@ -2,10 +2,14 @@
 //!
 //! | key | type | holds | expires |
 //! |---|---|---|---|
-//! | `P:t:{id}` | hash | `r`: the task (JSON), `v`: its version | at the task's TTL |
+//! | `P:t:{id}` | hash | `r`: the task (JSON), `v`: its version, `l`: when its runner's lease ends (ms since the epoch; `end` once the task has ended; absent: no lease) | at the task's TTL |
 //! | `P:q:{owner}` / `P:q:anon` | sorted set | the owner's task ids (anonymous: all anonymous ones), scored by expiry (ms) | with its last task |
 //! | `P:tasks` | sorted set | every task's cleanup entry, scored by expiry (ms) | with its last task |
 //! | `P:o:{owner}:s` / `:x` | sorted set | `<created ns, 20 digits>:<id>` of the owner's tasks in one era (scores 0, read by lex) | with its last task |
+//!
+//! The lease is a field of its own, beside the record: a renewal is one small script that
+//! touches neither the record nor its version, so it costs one command, never rewrites the
+//! record, and never makes a concurrent `update` of the task start over.
 //!
 //! `{…}` is a Redis Cluster hash tag: all of one task's keys share a slot. An owner appears as
 //! the first 128 bits of SHA-256 of its name, in hex: principals are neither spelled out in key
