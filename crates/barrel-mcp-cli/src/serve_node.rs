@@ -10,8 +10,10 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use barrel_mcp::server::ServerBuilder;
+use std::time::Duration;
+
 use barrel_mcp::server::request_state::KeyRing;
+use barrel_mcp::server::{ServerBuilder, ServerConfig};
 
 /// The longest node name.
 const MAX_NODE_NAME: usize = 64;
@@ -20,7 +22,7 @@ const MAX_NODE_NAME: usize = 64;
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct NodeArgs {
     /// Keep tasks in the Redis at this URL (redis://[user:password@]host:port/db), shared by
-    /// every node given the same URL and --redis-prefix. Only tasks go to Redis for now:
+    /// every node given the same URL and --redis-prefix. Only tasks go to Redis for now (see --task-lease):
     /// sessions and their stream replay stay in each process. The URL may hold a password:
     /// prefer the environment variable to the command line. Connecting is retried for 10 s.
     #[arg(
@@ -44,6 +46,11 @@ pub(crate) struct NodeArgs {
     /// comma-separated keys of BARREL_MCP_REQUEST_STATE_KEYS, else a random key per process.
     #[arg(long, value_name = "FILE")]
     request_state_key_file: Option<PathBuf>,
+    /// Seconds a task's runner lease lasts (default 10; at least 0.03): a task whose node
+    /// stopped, or stalled longer than this, is failed on its next read on any node. The node
+    /// running a task renews its lease every third of it.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_lease)]
+    task_lease: Option<Duration>,
 }
 
 /// The node, ready to configure the server with.
@@ -51,6 +58,8 @@ pub(crate) struct NodeArgs {
 pub(crate) struct Node {
     /// Its name, for logs.
     pub(crate) name: String,
+    /// `--task-lease`; none: the default.
+    lease: Option<Duration>,
     /// The configured keys; none: a random key.
     keys: Option<KeyRing>,
     /// The Redis task store, when `--redis` was given.
@@ -61,6 +70,14 @@ pub(crate) struct Node {
 impl Node {
     /// `builder` with this node's task store and keys.
     pub(crate) fn configure(self, builder: ServerBuilder) -> ServerBuilder {
+        let builder = match self.lease {
+            Some(lease) => {
+                let mut config = ServerConfig::default();
+                config.task_limits.lease = lease;
+                builder.config(config)
+            }
+            None => builder,
+        };
         let builder = match self.keys {
             Some(ring) => builder.request_state_keys(ring),
             None => builder,
@@ -85,6 +102,7 @@ pub(crate) fn prepare(args: NodeArgs, runtime: &tokio::runtime::Runtime) -> anyh
         }
         return Ok(Node {
             name,
+            lease: args.task_lease,
             keys,
             #[cfg(feature = "redis")]
             tasks: None,
@@ -114,6 +132,7 @@ pub(crate) fn prepare(args: NodeArgs, runtime: &tokio::runtime::Runtime) -> anyh
     );
     Ok(Node {
         name,
+        lease: args.task_lease,
         keys,
         #[cfg(feature = "redis")]
         tasks: Some(tasks),
@@ -198,3 +217,14 @@ fn parse_prefix(prefix: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests;
+
+/// `--task-lease`: positive seconds, fractions allowed, at most a day.
+fn parse_lease(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(0.03..=86_400.0).contains(&seconds) {
+        return Err("a task lease is between 0.03 and 86400 seconds".to_owned());
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}

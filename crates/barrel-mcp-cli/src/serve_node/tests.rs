@@ -30,8 +30,14 @@ fn the_node_flags_parse() {
         "web-1.eu_west",
         "--request-state-key-file",
         "/etc/barrel/keys",
+        "--task-lease",
+        "2.5",
     ])
     .expect("parses");
+    assert_eq!(
+        node.task_lease,
+        Some(std::time::Duration::from_millis(2500))
+    );
     assert_eq!(node.redis.as_deref(), Some("redis://127.0.0.1:6379/2"));
     assert_eq!(node.redis_prefix.as_deref(), Some("svc:a"));
     assert_eq!(node.node_name.as_deref(), Some("web-1.eu_west"));
@@ -45,7 +51,26 @@ fn the_node_flags_parse() {
     // None given: no Redis, no keys, default name.
     let node = parse(&[]).expect("parses");
     assert!(node.redis.is_none() && node.redis_prefix.is_none() && node.node_name.is_none());
-    assert!(node.request_state_key_file.is_none());
+    assert!(node.request_state_key_file.is_none() && node.task_lease.is_none());
+}
+
+#[test]
+fn the_task_lease_reaches_the_server() {
+    let node = Node {
+        name: "n".to_owned(),
+        lease: Some(std::time::Duration::from_secs(3)),
+        keys: None,
+        #[cfg(feature = "redis")]
+        tasks: None,
+    };
+    let server = node
+        .configure(barrel_mcp::server::Server::builder())
+        .build()
+        .expect("builds");
+    assert_eq!(
+        server.config().task_limits.lease,
+        std::time::Duration::from_secs(3)
+    );
 }
 
 #[test]
@@ -65,6 +90,12 @@ fn bad_node_flags_are_refused() {
         &["--redis", "redis://h/", "--redis-prefix", "a b"],
         &["--redis"],
         &["--request-state-key-file"],
+        // A lease is positive seconds, at least 30 ms, at most a day.
+        &["--task-lease", "0"],
+        &["--task-lease", "0.01"],
+        &["--task-lease", "-1"],
+        &["--task-lease", "ten"],
+        &["--task-lease", "86401"],
     ] {
         assert!(parse(args).is_err(), "{args:?} parsed");
     }
