@@ -7,6 +7,10 @@
 //! off), else with one JSON body; notifications and responses get 202. GET opens the session's
 //! stream for server-initiated messages, or resumes any stream with `Last-Event-ID`; DELETE
 //! ends the session.
+//!
+//! With [`HttpConfig::shared_sessions`](super::HttpConfig::shared_sessions), opening, finding
+//! and deleting a session go through the store (`replica.rs`): a session another node opened
+//! is served here on a local replica, and a store that cannot answer is 503, never 404.
 
 use std::sync::Arc;
 
@@ -46,9 +50,9 @@ pub(crate) async fn post(
         super::shared::listen(state, shared).await;
     }
     let mut opening = None;
-    if !parts.headers.contains_key(reply::SESSION_ID)
-        && let Message::Request(request) = &message
+    if let Message::Request(request) = &message
         && request.method == "initialize"
+        && !parts.headers.contains_key(reply::SESSION_ID)
     {
         match crate::server::read_initialize(request.params.as_ref()) {
             Ok(params) => opening = Some(params),
@@ -120,6 +124,9 @@ pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Res
     }
     if let Err(response) = check_version(&parts.headers) {
         return response;
+    }
+    if let Some(shared) = &state.config.shared_sessions {
+        super::shared::listen(state, shared).await;
     }
     let session = match lookup(state, parts).await {
         Ok(session) => session,

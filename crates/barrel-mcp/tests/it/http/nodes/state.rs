@@ -50,6 +50,15 @@ async fn a_session_opened_on_a_continues_on_b() {
         messages.last().unwrap()["result"]["content"][0]["text"],
         "streamed"
     );
+    // A GET stream on B works as on any node: B forwards its server's changes.
+    let get = on_b
+        .send(Method::GET, &[("accept", "text/event-stream")], None)
+        .await;
+    assert_eq!(get.status(), StatusCode::OK);
+    let mut stream = SseReader::new(get);
+    nodes.b_server.tools_list_changed();
+    let listed = within(stream.next_message()).await;
+    assert_eq!(listed["method"], "notifications/tools/list_changed");
     // And on A again.
     let answer = body_json(post_json(&on_a, &echo(4, "back on A"), &[]).await).await;
     assert_eq!(answer["result"]["content"][0]["text"], "back on A");
