@@ -47,21 +47,26 @@
 #[cfg(feature = "auth")]
 mod auth;
 mod config;
+mod durable;
 mod endpoint;
 mod guard;
 mod legacy;
 mod listener;
 mod prefixed;
+mod replica;
 mod reply;
+mod routing;
 mod session;
 mod sessionful;
 mod sessionless;
 mod sessions;
+mod shared;
 mod sse;
 mod stateless;
 mod streams;
 #[cfg(feature = "tls")]
 mod tls;
+mod watchdog;
 
 use std::sync::Arc;
 
@@ -72,6 +77,7 @@ use crate::server::Server;
 
 pub use config::{Http2Config, HttpConfig, PrincipalResolver};
 pub use listener::{serve, serve_connection};
+pub use shared::SharedSessions;
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfig, serve_tls};
 

@@ -57,7 +57,7 @@ use crate::transport::Transport;
 pub use builder::ServerBuilder;
 pub use completion::{Completer, CompletionRequest};
 #[cfg(feature = "http-server")]
-pub(crate) use connection::SessionEvents;
+pub(crate) use connection::{SessionEvents, SessionStart, SessionSync};
 #[cfg(feature = "http-server")]
 pub(crate) use context::Scope;
 pub use context::{Ctx, KeyedInput};
@@ -70,7 +70,7 @@ pub use handler::{
 use registry::Registry;
 use request_state::RequestStateCodec;
 #[cfg(feature = "http-server")]
-pub(crate) use session::{read_initialize, serve_sessionless};
+pub(crate) use session::{negotiate, read_initialize, serve_sessionless};
 pub use session_handle::SessionHandle;
 #[cfg(feature = "http-server")]
 pub(crate) use stateless::{Envelope, claims_version, request_meta, serve as serve_stateless};
@@ -273,17 +273,40 @@ impl Server {
 
     /// A session served over many exchanges (Streamable HTTP): each exchange hands its
     /// message to the returned inlet, what the server sends goes to `writer`, and the session
-    /// hears of its life through `events`. The future runs the session to its end: when its
-    /// input ends, or at once when `stop` is cancelled.
+    /// hears of its life through `events`. It starts as `start` says: waiting for `initialize`,
+    /// or restored from the record of a session another node opened. The returned
+    /// [`SessionSync`] brings its state up to date with a newer record. The future runs the
+    /// session to its end: when its input ends, or at once when `stop` is cancelled.
     #[cfg(feature = "http-server")]
     pub(crate) fn open_session(
         &self,
         writer: Arc<dyn peer::DirectWriter>,
         stop: CancellationToken,
         events: Arc<dyn SessionEvents>,
-    ) -> (peer::Inlet, impl Future<Output = ()> + Send + 'static) {
-        let connection = connection::Connection::new(self.clone(), Some(events));
-        let (inlet, run) = peer::open(Arc::new(connection), self.inner.config.peer.clone(), writer);
+        start: SessionStart<'_>,
+    ) -> (
+        peer::Inlet,
+        SessionSync,
+        impl Future<Output = ()> + Send + 'static,
+    ) {
+        let (connection, initialized) = match start {
+            SessionStart::Fresh(name) => (
+                connection::Connection::new(self.clone(), Some(events)).named(name),
+                None,
+            ),
+            SessionStart::Restored { name, record } => (
+                connection::Connection::restored(self.clone(), name, record, events),
+                Some(record.initialized),
+            ),
+        };
+        let connection = Arc::new(connection);
+        let sync = SessionSync::new(&connection);
+        let handler: Arc<dyn peer::Handler> = connection.clone();
+        let (inlet, run) = peer::open(handler, self.inner.config.peer.clone(), writer);
+        if let Some(initialized) = initialized {
+            connection.resume(inlet.peer(), initialized);
+        }
+        drop(connection);
         let peer = inlet.peer().clone();
         let served = async move {
             let _close = CloseOnDrop(peer.clone());
@@ -296,7 +319,7 @@ impl Server {
                 }
             }
         };
-        (inlet, served)
+        (inlet, sync, served)
     }
 
     async fn serve_connection<T: Transport>(
@@ -359,8 +382,16 @@ impl Server {
         self.sessions().insert(handle.id().to_owned(), handle);
     }
 
-    pub(crate) fn forget_session(&self, id: &str) {
-        self.sessions().remove(id);
+    /// Forgets `session`'s handle, unless another session took its name since (a session
+    /// restored again under the same name).
+    pub(crate) fn forget_session(&self, session: &session::Session) {
+        let mut sessions = self.sessions();
+        if sessions
+            .get(&session.id)
+            .is_some_and(|handle| handle.is_of(session))
+        {
+            sessions.remove(&session.id);
+        }
     }
 
     /// Adds (or replaces) a tool at run time and tells connected clients the list changed.

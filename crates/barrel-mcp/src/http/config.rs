@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::shared::SharedSessions;
+
 /// Limits and defaults of the Streamable HTTP server. Every field has a documented default,
 /// chosen to be safe on a developer machine: loopback only, bounded everything.
 #[derive(Debug, Clone)]
@@ -138,6 +140,15 @@ pub struct HttpConfig {
     /// Default none: sessions are bound to the authenticated caller when
     /// `auth` is set, and not bound otherwise.
     pub principal: Option<PrincipalResolver>,
+    /// Keep sessions in a store shared by the nodes of one service, so a session started on
+    /// one node continues on any other behind a load balancer (see [`SharedSessions`]: what
+    /// is shared, what is not yet, and the caps it checks across nodes). With it,
+    /// [`session_idle_timeout`](Self::session_idle_timeout) is the session's life in the
+    /// store past its last use on any node, [`max_sessions`](Self::max_sessions) bounds this
+    /// node's copies, and the per-principal and per-address caps count every node's sessions.
+    /// Legacy HTTP+SSE sessions stay on the node that serves their stream. Default none: a
+    /// session lives in this process only, and nothing is asked of any store.
+    pub shared_sessions: Option<SharedSessions>,
     /// Authentication and authorization in front of every path (feature `auth`): who may call,
     /// which scopes each operation needs, and the RFC 9728 metadata. Default none: every
     /// request is served (keep such a server on loopback, or put your own layer in front).
@@ -182,6 +193,7 @@ impl Default for HttpConfig {
             json_response: false,
             shutdown_timeout: Duration::from_secs(10),
             principal: None,
+            shared_sessions: None,
             #[cfg(feature = "auth")]
             auth: None,
         }

@@ -53,8 +53,8 @@ async fn route(state: &Arc<State>, parts: http::request::Parts, body: Body) -> R
                 reply::method_not_allowed("POST")
             }
         }
-        Method::GET => sessionful::get(state, &parts),
-        Method::DELETE => sessionful::delete(state, &parts),
+        Method::GET => sessionful::get(state, &parts).await,
+        Method::DELETE => sessionful::delete(state, &parts).await,
         _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
     }
 }

@@ -18,15 +18,20 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use barrel_mcp_types::{Message, Request, RequestId};
+use barrel_mcp_types::{LoggingLevel, Message, Request, RequestId};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::durable::Durable;
+use super::routing::{
+    Destination, Route, Routing, destination, forget_old_streams, keep_replay_budget,
+};
 use super::sse::{self, Attached, EventStream, Limits};
 use super::streams::Streams;
 use crate::peer::{DirectWriter, Inlet};
 use crate::server::SessionEvents;
+use crate::store::SessionChange;
 use crate::transport::{Caller, Outgoing};
 
 /// The GET stream's number.
@@ -51,27 +56,8 @@ pub(crate) struct HttpSession {
     pub(crate) kill: CancellationToken,
     initialized: AtomicBool,
     last_seen: Mutex<Instant>,
-}
-
-#[derive(Debug)]
-struct Routing {
-    /// A refused `initialize`: the session ends once its answer is out.
-    ends_after: Option<RequestId>,
-    /// The stream of the session's first request (the `initialize` that opened it), if it
-    /// was answered on one; `Some(None)` once the first request was seen without one.
-    first_stream: Option<Option<u64>>,
-    by_request: HashMap<RequestId, Route>,
-    streams: Streams,
-    next_stream: u64,
-    /// The bytes every stream's replay buffer holds, together.
-    replay_bytes: usize,
-}
-
-#[derive(Debug)]
-enum Route {
-    Stream(u64),
-    /// The JSON text of the answer goes to the POST waiting for it.
-    Json(oneshot::Sender<String>),
+    /// With shared sessions: the store behind this copy.
+    pub(crate) durable: Option<Arc<Durable>>,
 }
 
 /// Whose share of the sessions a session takes.
@@ -126,7 +112,28 @@ impl HttpSession {
             kill: CancellationToken::new(),
             initialized: AtomicBool::new(false),
             last_seen: Mutex::new(Instant::now()),
+            durable: None,
         }
+    }
+
+    /// The same session, as a copy of a session kept in a shared store: opened here
+    /// (`durable.origin`), or a replica of one opened elsewhere, `initialized` or not yet.
+    pub(super) fn with_durable(mut self, durable: Durable, initialized: bool) -> Self {
+        if !durable.origin {
+            // No `initialize` was answered here: no stream to forget once the client initialized.
+            self.routing
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .first_stream = Some(None);
+        }
+        self.initialized = AtomicBool::new(initialized);
+        self.durable = Some(Arc::new(durable));
+        self
+    }
+
+    /// Marks the client initialized (another node heard it), without telling anyone.
+    pub(super) fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Release);
     }
 
     /// Connects the session to its server connection; until then (and once it has ended)
@@ -135,7 +142,7 @@ impl HttpSession {
         *self.inlet() = Some(inlet);
     }
 
-    fn inlet(&self) -> MutexGuard<'_, Option<Inlet>> {
+    pub(super) fn inlet(&self) -> MutexGuard<'_, Option<Inlet>> {
         self.inlet.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -340,6 +347,7 @@ impl SessionEvents for HttpSession {
     /// kept for every idle session.
     fn initialized(&self) {
         self.initialized.store(true, Ordering::Release);
+        self.store(|| SessionChange::Initialized);
         let mut routing = self.routing();
         let Some(Some(first)) = routing.first_stream else {
             return;
@@ -353,99 +361,29 @@ impl SessionEvents for HttpSession {
         }
     }
 
+    /// A shared session is deleted from the store too.
     fn refused(&self, id: &RequestId) {
         self.routing().ends_after = Some(id.clone());
+        if let Some(durable) = &self.durable {
+            durable.forget();
+        }
     }
 
     /// The handler is cancelled by the peer; the request's stream ends here without a response.
     fn cancelled(&self, id: &RequestId) {
         self.end_request(id);
     }
-}
 
-/// Where one outgoing message goes.
-enum Destination {
-    /// Onto this stream; `true` when it is the response that ends it.
-    Stream(u64, bool),
-    /// Into the JSON reply a POST waits for.
-    Json(oneshot::Sender<String>),
-    /// Nowhere, for the reason given.
-    Nowhere(&'static str),
-}
-
-/// The stream (or JSON reply) of the request a message belongs to; the GET stream for what
-/// belongs to no request (or to a request answered as JSON); never a response on the GET
-/// stream.
-fn destination(
-    routing: &mut Routing,
-    related: Option<&RequestId>,
-    answers: Option<&RequestId>,
-) -> Destination {
-    if let Some(id) = related {
-        if answers == Some(id) {
-            return match routing.by_request.remove(id) {
-                Some(Route::Stream(number)) => Destination::Stream(number, true),
-                Some(Route::Json(reply)) => Destination::Json(reply),
-                None => Destination::Nowhere("response for a forgotten request"),
-            };
-        }
-        match routing.by_request.get(id) {
-            Some(Route::Stream(number)) => return Destination::Stream(*number, false),
-            // A JSON reply carries one message: the rest goes to the GET stream.
-            Some(Route::Json(_)) => {}
-            None => return Destination::Nowhere("message for a finished request"),
-        }
+    fn log_level(&self, level: LoggingLevel) {
+        self.store(|| SessionChange::LogLevel(level));
     }
-    if answers.is_some() {
-        return Destination::Nowhere("a response is never sent on the GET stream");
-    }
-    Destination::Stream(GET_STREAM, false)
-}
 
-/// Keeps the session's replay buffers, all streams together, within `budget` bytes: the oldest
-/// events of finished streams go first, then those of the stream holding the most. A client
-/// resuming past what was dropped is told (`notifications/replay_truncated`).
-fn keep_replay_budget(routing: &mut Routing, budget: usize) {
-    while routing.replay_bytes > budget {
-        let finished = routing
-            .streams
-            .iter()
-            .find(|(_, stream)| stream.is_finished() && stream.replay_bytes() > 0)
-            .map(|(number, _)| number);
-        let victim = finished.or_else(|| {
-            routing
-                .streams
-                .iter()
-                .max_by_key(|(_, stream)| stream.replay_bytes())
-                .map(|(number, _)| number)
-        });
-        let freed = victim
-            .and_then(|number| routing.streams.get_mut(number))
-            .map_or(0, EventStream::drop_oldest);
-        if freed == 0 {
-            break;
-        }
-        routing.replay_bytes = routing.replay_bytes.saturating_sub(freed);
+    fn subscribed(&self, uri: &str) {
+        self.store(|| SessionChange::Subscribe(uri.to_owned()));
     }
-}
 
-/// Forgets the oldest finished streams nobody reads beyond the retention bound.
-fn forget_old_streams(routing: &mut Routing, retained: usize) {
-    while routing.streams.len() > retained.max(1) + 1 {
-        let oldest = routing
-            .streams
-            .iter()
-            .find(|(number, s)| *number != GET_STREAM && s.is_finished() && !s.has_live_reader())
-            .map(|(number, _)| number);
-        match oldest {
-            Some(number) => {
-                if let Some(stream) = routing.streams.remove(number) {
-                    routing.replay_bytes =
-                        routing.replay_bytes.saturating_sub(stream.replay_bytes());
-                }
-            }
-            None => break,
-        }
+    fn unsubscribed(&self, uri: &str) {
+        self.store(|| SessionChange::Unsubscribe(uri.to_owned()));
     }
 }
 

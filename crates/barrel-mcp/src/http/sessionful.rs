@@ -7,6 +7,10 @@
 //! off), else with one JSON body; notifications and responses get 202. GET opens the session's
 //! stream for server-initiated messages, or resumes any stream with `Last-Event-ID`; DELETE
 //! ends the session.
+//!
+//! With [`HttpConfig::shared_sessions`](super::HttpConfig::shared_sessions), opening, finding
+//! and deleting a session go through the store (`replica.rs`): a session another node opened
+//! is served here on a local replica, and a store that cannot answer is 503, never 404.
 
 use std::sync::Arc;
 
@@ -17,6 +21,8 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
+use super::durable::Touch;
+use super::replica;
 use super::reply::{self, Accepts};
 use super::session::{HttpSession, Refused, Reply};
 use super::sessions::CreateError;
@@ -39,25 +45,31 @@ pub(crate) async fn post(
     if let Err(response) = check_version(&parts.headers) {
         return response;
     }
-    let opens = matches!(&message, Message::Request(r) if r.method == "initialize")
-        && !parts.headers.contains_key(reply::SESSION_ID);
-    if opens
-        && let Message::Request(request) = &message
-        && let Err(error) = crate::server::read_initialize(request.params.as_ref())
-    {
-        // Refused before a session exists: nothing is allocated for it.
-        return reply::error(StatusCode::BAD_REQUEST, Some(request.id.clone()), error);
+    let shared = state.config.shared_sessions.as_ref();
+    if let Some(shared) = shared {
+        super::shared::listen(state, shared).await;
     }
-    let session = if opens {
-        match open(state, parts) {
-            Ok(session) => session,
-            Err(response) => return response,
+    let mut opening = None;
+    if let Message::Request(request) = &message
+        && request.method == "initialize"
+        && !parts.headers.contains_key(reply::SESSION_ID)
+    {
+        match crate::server::read_initialize(request.params.as_ref()) {
+            Ok(params) => opening = Some(params),
+            // Refused before a session exists: nothing is allocated for it.
+            Err(error) => {
+                return reply::error(StatusCode::BAD_REQUEST, Some(request.id.clone()), error);
+            }
         }
-    } else {
-        match lookup(state, parts) {
-            Ok(session) => session,
-            Err(response) => return response,
-        }
+    }
+    let found = match (opening, shared) {
+        (Some(params), Some(shared)) => replica::open(state, parts, shared, params).await,
+        (Some(_), None) => open(state, parts),
+        (None, _) => lookup(state, parts).await,
+    };
+    let session = match found {
+        Ok(session) => session,
+        Err(response) => return response,
     };
     session.touch();
     let mut response = match message {
@@ -102,7 +114,7 @@ pub(crate) async fn post(
 }
 
 /// GET: the session's stream for server-initiated messages, or a resumed stream.
-pub(crate) fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response {
+pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response {
     if !Accepts::of(&parts.headers).sse {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
@@ -113,7 +125,10 @@ pub(crate) fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response 
     if let Err(response) = check_version(&parts.headers) {
         return response;
     }
-    let session = match lookup(state, parts) {
+    if let Some(shared) = &state.config.shared_sessions {
+        super::shared::listen(state, shared).await;
+    }
+    let session = match lookup(state, parts).await {
         Ok(session) => session,
         Err(response) => return response,
     };
@@ -149,9 +164,17 @@ pub(crate) fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response 
     response
 }
 
-/// DELETE: ends the session at once; its requests are cancelled.
-pub(crate) fn delete(state: &Arc<State>, parts: &http::request::Parts) -> Response {
-    let session = match lookup(state, parts) {
+/// DELETE: ends the session at once; its requests are cancelled. A shared session is deleted
+/// from the store, and every node drops its copy.
+pub(crate) async fn delete(state: &Arc<State>, parts: &http::request::Parts) -> Response {
+    if let Some(shared) = &state.config.shared_sessions {
+        super::shared::listen(state, shared).await;
+        return match requested_id(parts) {
+            Ok(id) => replica::delete(state, parts, shared, id).await,
+            Err(response) => response,
+        };
+    }
+    let session = match lookup(state, parts).await {
         Ok(session) => session,
         Err(response) => return response,
     };
@@ -210,23 +233,48 @@ pub(crate) fn refused(error: &CreateError) -> Response {
 }
 
 /// The session the request names: 400 without an id, 404 when it is unknown or belongs to
-/// another principal (the two are indistinguishable).
-fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
-    // Two ids are refused, never resolved to one: a proxy could act on the other.
-    let Some(id) = guard::single(&parts.headers, reply::SESSION_ID)? else {
-        return Err(bad_request("Mcp-Session-Id header is required"));
+/// another principal (the two are indistinguishable). With shared sessions, one this node does
+/// not hold is restored from the store (503 when the store cannot say), and one the store no
+/// longer has is 404.
+async fn lookup(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+) -> Result<Arc<HttpSession>, Response> {
+    let id = requested_id(parts)?;
+    let Some(shared) = &state.config.shared_sessions else {
+        let session = state
+            .sessions
+            .get(id)
+            // A legacy (HTTP+SSE) session is reachable only through its own endpoint.
+            .filter(|session| !session.legacy)
+            .ok_or_else(not_found)?;
+        if state.config.principal_of(parts) != session.principal {
+            return Err(not_found());
+        }
+        return Ok(session);
     };
-    let session = id
-        .to_str()
-        .ok()
-        .and_then(|id| state.sessions.get(id))
-        // A legacy (HTTP+SSE) session is reachable only through its own endpoint.
-        .filter(|session| !session.legacy)
-        .ok_or_else(not_found)?;
-    if state.config.principal_of(parts) != session.principal {
+    let session = match replica::find(state, parts, shared, id).await? {
+        replica::Found::Local(session) => session,
+        replica::Found::Stored(record) => replica::restore(state, shared, &record)?,
+    };
+    if session.keep_alive().await == Touch::Gone {
+        state.sessions.drop_copy(id);
         return Err(not_found());
     }
     Ok(session)
+}
+
+/// The id `Mcp-Session-Id` names: 400 without one (or with two), 404 when it is not text.
+fn requested_id(parts: &http::request::Parts) -> Result<&str, Response> {
+    // Two ids are refused, never resolved to one: a proxy could act on the other.
+    if guard::single(&parts.headers, reply::SESSION_ID)?.is_none() {
+        return Err(bad_request("Mcp-Session-Id header is required"));
+    }
+    parts
+        .headers
+        .get(reply::SESSION_ID)
+        .and_then(|id| id.to_str().ok())
+        .ok_or_else(not_found)
 }
 
 /// 400 unless a present `MCP-Protocol-Version` names a sessionful revision we speak. A missing
@@ -254,7 +302,7 @@ fn bad_request(message: &str) -> Response {
     )
 }
 
-fn not_found() -> Response {
+pub(super) fn not_found() -> Response {
     reply::error(
         StatusCode::NOT_FOUND,
         None,

@@ -1,17 +1,30 @@
 //! The table of live sessions: creation under a cap, lookup, and each session's task and
 //! watchdog (idle TTL, initialization timeout).
+//!
+//! With shared sessions ([`SharedSessions`]) the table holds this node's copies of sessions
+//! kept in a store: the ones it opened and replicas of the others'. Two requests restoring one
+//! session at once get one replica (it is listed under the table's lock), a full table drops
+//! its least recently used idle copy (the session lives on in the store), and a copy's timers
+//! only end the copy.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use base64::Engine;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::config::HttpConfig;
+use super::durable::{self, Durable};
 use super::session::{HttpSession, Quota, SessionWriter};
+use super::shared::SharedSessions;
 use super::sse::Limits;
-use crate::server::{Server, SessionEvents};
+use super::watchdog::{End, watchdog};
+use crate::server::{Server, SessionEvents, SessionStart};
+use crate::store::SessionRecord;
 
 /// Why a session could not be created.
 #[derive(Debug)]
@@ -35,6 +48,10 @@ pub(crate) struct Sessions {
     map: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// The sessions' tasks, so shutdown can wait for them.
     pub(crate) tasks: TaskTracker,
+    /// With shared sessions: news of sessions is being listened to.
+    pub(crate) listening: AtomicBool,
+    /// One subscription to the news at a time, and when the last one failed.
+    pub(crate) subscribing: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl Sessions {
@@ -54,6 +71,37 @@ impl Sessions {
         self.map().remove(id)
     }
 
+    /// Unlists `session`, unless another copy took its place.
+    fn remove_if_same(&self, session: &Arc<HttpSession>) {
+        let mut map = self.map();
+        if map
+            .get(&session.id)
+            .is_some_and(|listed| Arc::ptr_eq(listed, session))
+        {
+            map.remove(&session.id);
+        }
+    }
+
+    /// Ends this node's copy of the shared session `id`, if it holds one (deleted elsewhere).
+    pub(crate) fn drop_copy(&self, id: &str) {
+        let mut map = self.map();
+        if map.get(id).is_some_and(|s| s.durable.is_some())
+            && let Some(session) = map.remove(id)
+        {
+            drop(map);
+            session.kill.cancel();
+        }
+    }
+
+    /// This node's copies of shared sessions.
+    pub(crate) fn copies(&self) -> Vec<Arc<HttpSession>> {
+        self.map()
+            .values()
+            .filter(|s| s.durable.is_some())
+            .cloned()
+            .collect()
+    }
+
     /// Creates a session and starts serving it; `legacy` for the 2024-11-05 HTTP+SSE transport.
     pub(crate) fn create(
         self: &Arc<Self>,
@@ -67,14 +115,6 @@ impl Sessions {
             return Err(CreateError::ShuttingDown);
         }
         let id = new_session_id().ok_or(CreateError::NoRandomness)?;
-        let limits = Limits {
-            queue: config.stream_queue,
-            replay_events: config.replay_events,
-            replay_bytes: config.replay_bytes,
-            retry: config.sse_retry,
-            retained_streams: config.retained_streams,
-            session_replay_bytes: config.session_replay_bytes,
-        };
         let (quota, limit, full) = match (&principal, address) {
             (Some(principal), _) => (
                 Some(Quota::Principal(principal.clone())),
@@ -90,40 +130,114 @@ impl Sessions {
             ),
             (None, _) => (None, usize::MAX, CreateError::Full),
         };
-        let session = Arc::new(HttpSession::new(id, principal, quota, legacy, limits));
+        let session = Arc::new(HttpSession::new(
+            id,
+            principal,
+            quota,
+            legacy,
+            limits(config),
+        ));
         // Connected before it is listed, so a shutdown that lists it can end its input.
-        let writer = Arc::new(SessionWriter {
-            session: Arc::downgrade(&session),
-        });
-        let stop = session.kill.clone();
-        let events: Arc<dyn SessionEvents> = session.clone();
-        let (inlet, serve) = server.open_session(writer, stop.clone(), events);
-        session.connect(inlet);
+        let (stop, serve) = connect(server, &session, SessionStart::Fresh(None));
         if let Err(error) = self.admit(&session, config, limit, full) {
             // Its connection holds it (through `events`): let go of both.
             session.finish_all();
             return Err(error);
         }
+        self.run(Arc::clone(&session), stop, serve, config);
+        Ok(session)
+    }
+
+    /// Lists this node's copy of the shared session `record` names: the one it opened
+    /// (`origin`: its `initialize` is on its way), or a replica of one opened elsewhere. A
+    /// replica already listed (and not ending) is the one returned: two requests restoring a
+    /// session at once share one. Only [`HttpConfig::max_sessions`] is checked here (the
+    /// store checked the others); at it, the least recently used idle copy is dropped.
+    pub(crate) fn copy(
+        self: &Arc<Self>,
+        server: &Server,
+        config: &HttpConfig,
+        shared: &SharedSessions,
+        record: &SessionRecord,
+        origin: bool,
+    ) -> Result<Arc<HttpSession>, CreateError> {
+        let mut map = self.map();
+        if self.tasks.is_closed() {
+            return Err(CreateError::ShuttingDown);
+        }
+        if let Some(listed) = map.get(&record.id)
+            && !origin
+            && !listed.legacy
+            && !listed.kill.is_cancelled()
+        {
+            return Ok(Arc::clone(listed));
+        }
+        if map.len() >= config.max_sessions && !drop_idle_copy(&mut map) {
+            return Err(CreateError::Full);
+        }
+        let session = Arc::new_cyclic(|weak| {
+            let durable = Durable::new(
+                record.id.clone(),
+                shared.clone(),
+                weak.clone(),
+                self.tasks.clone(),
+                config.session_idle_timeout,
+                origin,
+            );
+            HttpSession::new(
+                record.id.clone(),
+                record.principal.clone(),
+                None,
+                false,
+                limits(config),
+            )
+            .with_durable(durable, record.initialized)
+        });
+        let name = durable::server_name(&record.id);
+        let start = if origin {
+            SessionStart::Fresh(Some(name))
+        } else {
+            SessionStart::Restored { name, record }
+        };
+        let (stop, serve) = connect(server, &session, start);
+        map.insert(record.id.clone(), Arc::clone(&session));
+        drop(map);
+        self.run(Arc::clone(&session), stop, serve, config);
+        Ok(session)
+    }
+
+    /// Serves `session` on a task of its own until its connection ends or its watchdog fires.
+    fn run(
+        self: &Arc<Self>,
+        session: Arc<HttpSession>,
+        stop: CancellationToken,
+        serve: impl Future<Output = ()> + Send + 'static,
+        config: &HttpConfig,
+    ) {
         let sessions = Arc::clone(self);
-        let watched = Arc::clone(&session);
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
         self.tasks.spawn(async move {
             // However the task ends (a panic in the connection included), the session's
             // streams end and its slot is given back.
             let _forget = Forget {
-                sessions: Arc::clone(&sessions),
-                session: Arc::clone(&watched),
+                sessions,
+                session: Arc::clone(&session),
             };
             tokio::pin!(serve);
-            tokio::select! {
-                () = &mut serve => {}
-                () = watchdog(&watched, idle, init) => {
+            let end = tokio::select! {
+                () = &mut serve => None,
+                end = watchdog(&session, idle, init) => {
                     stop.cancel();
                     serve.await;
+                    Some(end)
                 }
+            };
+            if end == Some(End::NeverInitialized)
+                && let Some(durable) = session.durable.as_ref().filter(|d| d.origin)
+            {
+                durable.forget_unused().await;
             }
         });
-        Ok(session)
     }
 
     /// Lists `session` under the caps (`limit` sessions for its quota, refused as `full`), or
@@ -140,7 +254,8 @@ impl Sessions {
         if self.tasks.is_closed() {
             return Err(CreateError::ShuttingDown);
         }
-        if map.len() >= config.max_sessions {
+        // Copies of shared sessions make room: they live on in the store.
+        if map.len() >= config.max_sessions && !drop_idle_copy(&mut map) {
             return Err(CreateError::Full);
         }
         // One principal, or one anonymous address, cannot take every slot from the others.
@@ -178,38 +293,58 @@ impl Sessions {
     }
 }
 
-/// Resolves when the session should be closed: never initialized within `init`, or idle for
-/// `idle`: no request from the client, and nobody waiting (no reader on any of its streams, no
-/// JSON answer awaited). A handler still running with nobody waiting for it (the client went
-/// away) does not keep the session alive; closing the session stops it.
-async fn watchdog(session: &HttpSession, idle: std::time::Duration, init: std::time::Duration) {
-    let created = Instant::now();
-    loop {
-        // Both clocks run from the start: a session that initializes is idle-checked from then
-        // on, not only once the initialization deadline has passed.
-        let idle_deadline = session.last_seen() + idle;
-        let deadline = if session.is_initialized() {
-            idle_deadline
-        } else {
-            idle_deadline.min(created + init)
-        };
-        tokio::time::sleep_until(deadline).await;
-        let now = Instant::now();
-        if !session.is_initialized() && now >= created + init {
-            tracing::debug!(session = %session.id, "session never initialized; closed");
-            return;
+/// Drops the least recently used copy of a shared session that nobody waits on (or one that is
+/// ending already), to make room; false when there is none.
+fn drop_idle_copy(map: &mut HashMap<String, Arc<HttpSession>>) -> bool {
+    let victim = map
+        .values()
+        .filter(|s| s.durable.is_some() && (s.kill.is_cancelled() || !s.is_busy()))
+        .min_by_key(|s| (!s.kill.is_cancelled(), s.last_seen()))
+        .map(|s| s.id.clone());
+    match victim.and_then(|id| map.remove(&id)) {
+        Some(session) => {
+            tracing::debug!(session = %session.id, "idle copy dropped to make room");
+            session.kill.cancel();
+            true
         }
-        if session.is_busy() {
-            session.touch();
-        } else if now >= session.last_seen() + idle {
-            tracing::debug!(session = %session.id, "session idle; closed");
-            return;
-        }
+        None => false,
     }
 }
 
+/// The limits of a session's streams.
+fn limits(config: &HttpConfig) -> Limits {
+    Limits {
+        queue: config.stream_queue,
+        replay_events: config.replay_events,
+        replay_bytes: config.replay_bytes,
+        retry: config.sse_retry,
+        retained_streams: config.retained_streams,
+        session_replay_bytes: config.session_replay_bytes,
+    }
+}
+
+/// Connects `session` to a new server connection started as `start`; returns what stops it
+/// and the future that serves it.
+fn connect(
+    server: &Server,
+    session: &Arc<HttpSession>,
+    start: SessionStart<'_>,
+) -> (CancellationToken, impl Future<Output = ()> + Send + 'static) {
+    let writer = Arc::new(SessionWriter {
+        session: Arc::downgrade(session),
+    });
+    let stop = session.kill.clone();
+    let events: Arc<dyn SessionEvents> = session.clone();
+    let (inlet, sync, serve) = server.open_session(writer, stop.clone(), events, start);
+    session.connect(inlet);
+    if let Some(durable) = &session.durable {
+        durable.set_sync(sync);
+    }
+    (stop, serve)
+}
+
 /// A session id: 192 bits from the OS random source, base64url (visible ASCII only).
-fn new_session_id() -> Option<String> {
+pub(crate) fn new_session_id() -> Option<String> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).ok()?;
     Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
@@ -224,7 +359,7 @@ struct Forget {
 impl Drop for Forget {
     fn drop(&mut self) {
         self.session.finish_all();
-        self.sessions.remove(&self.session.id);
+        self.sessions.remove_if_same(&self.session);
         tracing::debug!(session = %self.session.id, "session ended");
     }
 }

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use barrel_mcp_types::{ErrorObject, Notification, Request, RequestId};
+use barrel_mcp_types::{ErrorObject, LoggingLevel, Notification, Request, RequestId};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -20,6 +20,8 @@ use super::session::{self, Session};
 use super::session_handle::SessionHandle;
 use super::{dispatch, stateless};
 use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
+#[cfg(feature = "http-server")]
+use crate::store::SessionRecord;
 
 /// What the server tells the transport of a session about that session's life.
 pub(crate) trait SessionEvents: Send + Sync {
@@ -30,6 +32,12 @@ pub(crate) trait SessionEvents: Send + Sync {
     fn refused(&self, id: &RequestId);
     /// The client cancelled request `id`: it will not be answered.
     fn cancelled(&self, id: &RequestId);
+    /// `logging/setLevel` set the session's level to `level`.
+    fn log_level(&self, level: LoggingLevel);
+    /// `resources/subscribe` added `uri` to the session's subscriptions.
+    fn subscribed(&self, uri: &str);
+    /// `resources/unsubscribe` took `uri` out of the session's subscriptions.
+    fn unsubscribed(&self, uri: &str);
 }
 
 /// The server's side of one connection.
@@ -37,6 +45,8 @@ pub(crate) struct Connection {
     server: Server,
     state: Mutex<State>,
     events: Option<Arc<dyn SessionEvents>>,
+    /// The name `initialize` gives the session; `None`: a random one.
+    name: Option<String>,
 }
 
 enum State {
@@ -57,6 +67,57 @@ impl Connection {
             server,
             state: Mutex::new(State::Opening),
             events,
+            name: None,
+        }
+    }
+
+    /// The same connection, whose session `initialize` names `name` (the server's name for it:
+    /// [`Server::session`] finds it by that).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn named(mut self, name: Option<String>) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// A connection in a session another node opened: it starts in the state `record` holds
+    /// (the negotiated revision, what the client declared, its level and subscriptions), named
+    /// `name`, without replaying `initialize` through the server. [`resume`](Self::resume)
+    /// then makes it live.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn restored(
+        server: Server,
+        name: String,
+        record: &SessionRecord,
+        events: Arc<dyn SessionEvents>,
+    ) -> Self {
+        let session = Session::restored(name, record, Some(Arc::downgrade(&events)));
+        Self {
+            server,
+            state: Mutex::new(State::Session {
+                session: Arc::new(session),
+                forwarding: false,
+            }),
+            events: Some(events),
+            name: None,
+        }
+    }
+
+    /// Makes a restored session live on `peer`: the server finds it ([`Server::session`]) and,
+    /// once the client `initialized` (here or on another node), registry changes are
+    /// forwarded, as after `notifications/initialized`.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn resume(&self, peer: &Peer, initialized: bool) {
+        let session = match &*self.state() {
+            State::Session { session, .. } => Arc::clone(session),
+            State::Opening => return,
+        };
+        self.server.register_session(SessionHandle::new(
+            session,
+            peer.unrelated(),
+            self.server.config().client_request_timeout,
+        ));
+        if initialized {
+            self.start_forwarding(peer);
         }
     }
 
@@ -92,7 +153,8 @@ impl Connection {
             }
         };
         let version = session::negotiate(&params.protocol_version);
-        let session = Arc::new(Session::new(version, params));
+        let events = self.events.as_ref().map(Arc::downgrade);
+        let session = Arc::new(Session::new(self.name.clone(), version, params, events));
         self.server.register_session(SessionHandle::new(
             Arc::clone(&session),
             peer.unrelated(),
@@ -124,6 +186,56 @@ impl Connection {
         };
         let events = self.server.inner.events.subscribe();
         tokio::spawn(forward_events(events, peer.clone(), session));
+    }
+}
+
+/// How a session served over many exchanges starts.
+#[cfg(feature = "http-server")]
+#[derive(Debug)]
+pub(crate) enum SessionStart<'a> {
+    /// Waiting for the `initialize` that opens it; the session is named so, or at random.
+    Fresh(Option<String>),
+    /// Opened by another node: in the state of `record`, named `name` here.
+    Restored {
+        name: String,
+        record: &'a SessionRecord,
+    },
+}
+
+/// A session's connection, as its transport reaches it to bring its state up to date with a
+/// store (another node changed it). Holds nothing alive.
+#[cfg(feature = "http-server")]
+#[derive(Clone)]
+pub(crate) struct SessionSync(std::sync::Weak<Connection>);
+
+#[cfg(feature = "http-server")]
+impl SessionSync {
+    pub(crate) fn new(connection: &Arc<Connection>) -> Self {
+        Self(Arc::downgrade(connection))
+    }
+
+    /// Takes the level and subscriptions of `record`, and starts forwarding registry changes
+    /// on `peer` once `record` says the client initialized. Nothing before `initialize` was
+    /// answered, or once the connection is gone.
+    pub(crate) fn apply(&self, record: &SessionRecord, peer: &Peer) {
+        let Some(connection) = self.0.upgrade() else {
+            return;
+        };
+        let session = match &*connection.state() {
+            State::Session { session, .. } => Arc::clone(session),
+            State::Opening => return,
+        };
+        session.follow(record);
+        if record.initialized {
+            connection.start_forwarding(peer);
+        }
+    }
+}
+
+#[cfg(feature = "http-server")]
+impl std::fmt::Debug for SessionSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionSync(..)")
     }
 }
 
@@ -171,7 +283,7 @@ impl Handler for Connection {
 
     fn on_close(&self) {
         if let State::Session { session, .. } = &*self.state() {
-            self.server.forget_session(&session.id);
+            self.server.forget_session(session);
         }
     }
 

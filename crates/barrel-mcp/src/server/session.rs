@@ -2,8 +2,10 @@
 //! and the state a session keeps (what the client declared, its log level, its subscriptions).
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
+#[cfg(feature = "http-server")]
+use crate::store::SessionRecord;
 #[cfg(feature = "http-server")]
 use barrel_mcp_types::Request;
 use barrel_mcp_types::{
@@ -14,6 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::Server;
+use super::connection::SessionEvents;
 #[cfg(feature = "http-server")]
 use super::context::Scope;
 #[cfg(feature = "http-server")]
@@ -33,19 +36,67 @@ pub(crate) struct Session {
     /// ends with its request, so nothing may be kept for it (no handle, no subscription, no
     /// task) and the client is taken to have declared nothing.
     pub(crate) detached: bool,
+    /// The transport of a session carried over many exchanges (Streamable HTTP), told of each
+    /// change of the state it keeps (log level, subscriptions), so it can store them.
+    events: Option<Weak<dyn SessionEvents>>,
 }
 
 impl Session {
-    pub(crate) fn new(version: ProtocolVersion, params: InitializeParams) -> Self {
+    /// A session opened by `initialize` with `params`, on `version`: named `id`, or at random.
+    pub(crate) fn new(
+        id: Option<String>,
+        version: ProtocolVersion,
+        params: InitializeParams,
+        events: Option<Weak<dyn SessionEvents>>,
+    ) -> Self {
         Self {
-            id: random_id(),
+            id: id.unwrap_or_else(random_id),
             version,
             client_capabilities: Arc::new(params.capabilities),
             client_info: Arc::new(params.client_info),
             log_level: Mutex::new(None),
             subscriptions: Mutex::new(HashSet::new()),
             detached: false,
+            events,
         }
+    }
+
+    /// A session another node opened, named `id` here, in the state `record` holds (what the
+    /// client declared, its level and subscriptions), without replaying `initialize`.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn restored(
+        id: String,
+        record: &SessionRecord,
+        events: Option<Weak<dyn SessionEvents>>,
+    ) -> Self {
+        Self {
+            id,
+            version: record.version,
+            client_capabilities: Arc::new(record.client_capabilities.clone()),
+            client_info: Arc::new(record.client_info.clone()),
+            log_level: Mutex::new(record.log_level),
+            subscriptions: Mutex::new(record.subscriptions.iter().cloned().collect()),
+            detached: false,
+            events,
+        }
+    }
+
+    /// Takes the level and the subscriptions `record` holds (another node changed them).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn follow(&self, record: &SessionRecord) {
+        *lock(&self.log_level) = record.log_level;
+        let mut subscriptions = lock(&self.subscriptions);
+        subscriptions.retain(|uri| record.subscriptions.contains(uri));
+        for uri in &record.subscriptions {
+            if !subscriptions.contains(uri) {
+                subscriptions.insert(uri.clone());
+            }
+        }
+    }
+
+    /// The transport that keeps the session, if it listens for changes.
+    fn events(&self) -> Option<Arc<dyn SessionEvents>> {
+        self.events.as_ref().and_then(Weak::upgrade)
     }
 
     /// The stand-in for one request of a sessionless server on `version`.
@@ -61,6 +112,7 @@ impl Session {
             log_level: Mutex::new(None),
             subscriptions: Mutex::new(HashSet::new()),
             detached: true,
+            events: None,
         }
     }
 
@@ -77,20 +129,32 @@ impl Session {
 
     pub(crate) fn set_log_level(&self, level: LoggingLevel) {
         *lock(&self.log_level) = Some(level);
+        if let Some(events) = self.events() {
+            events.log_level(level);
+        }
     }
 
     /// Subscribes to `uri`, unless the session already holds `limit` other subscriptions.
     pub(crate) fn subscribe(&self, uri: String, limit: usize) -> Result<(), usize> {
         let mut subscriptions = lock(&self.subscriptions);
-        if subscriptions.len() >= limit && !subscriptions.contains(&uri) {
+        if subscriptions.contains(&uri) {
+            return Ok(());
+        }
+        if subscriptions.len() >= limit {
             return Err(limit);
+        }
+        if let Some(events) = self.events() {
+            events.subscribed(&uri);
         }
         subscriptions.insert(uri);
         Ok(())
     }
 
     pub(crate) fn unsubscribe(&self, uri: &str) {
-        lock(&self.subscriptions).remove(uri);
+        let removed = lock(&self.subscriptions).remove(uri);
+        if removed && let Some(events) = self.events() {
+            events.unsubscribed(uri);
+        }
     }
 
     /// The URIs subscribed to, sorted.

@@ -105,6 +105,11 @@ impl SessionHandle {
         }
     }
 
+    /// True when this is a handle on `session`.
+    pub(crate) fn is_of(&self, session: &Session) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.session), session)
+    }
+
     /// The session's id: the server's own name for it (over HTTP it is not the
     /// `Mcp-Session-Id`, which belongs to the transport).
     ///

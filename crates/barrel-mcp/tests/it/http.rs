@@ -14,6 +14,7 @@ mod http2_floods;
 mod legacy;
 mod limits;
 mod listen;
+mod nodes;
 mod security;
 mod sessionless;
 mod sessions;

@@ -1,0 +1,180 @@
+//! The request side of shared sessions ([`SharedSessions`]): an `initialize` that opens a
+//! session stores it before the response names it, a request for a session this node does not
+//! hold restores it from the store as a local replica, and DELETE deletes it everywhere.
+//!
+//! A store that cannot answer is 503 with `Retry-After: 2` and -32603 "session store
+//! unavailable", never 404: the session may well exist, and a client that gets 404 drops it.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use barrel_mcp_types::InitializeParams;
+use http::StatusCode;
+use http::header::{self, HeaderValue};
+
+use super::State;
+use super::reply;
+use super::session::HttpSession;
+use super::sessionful::{not_found, refused};
+use super::sessions::{CreateError, new_session_id};
+use super::shared::{News, SharedSessions};
+use crate::store::{Created, SessionLimits, SessionRecord};
+
+/// A session a request names, as this node found it.
+pub(crate) enum Found {
+    /// This node holds a copy.
+    Local(Arc<HttpSession>),
+    /// Only the store holds it.
+    Stored(Box<SessionRecord>),
+}
+
+/// Stores the session an `initialize` with `params` opens, then lists this node's copy. The
+/// store checks the caps of every node (429 or 503 with `Retry-After`, as the local caps
+/// answer); the record is deleted again when this node cannot list the copy.
+pub(crate) async fn open(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    shared: &SharedSessions,
+    params: InitializeParams,
+) -> Result<Arc<HttpSession>, Response> {
+    if state.sessions.tasks.is_closed() {
+        return Err(refused(&CreateError::ShuttingDown));
+    }
+    let config = &state.config;
+    let principal = config.principal_of(parts);
+    let (quota, cap, full) = match (&principal, super::peer_address(parts)) {
+        (Some(principal), _) => (
+            Some(format!("p:{principal}")),
+            config.max_sessions_per_principal,
+            CreateError::PrincipalFull,
+        ),
+        // Loopback is not capped, as without a store.
+        (None, Some(address)) if !address.is_loopback() => (
+            Some(format!("a:{address}")),
+            config.max_anonymous_sessions_per_address,
+            CreateError::AddressFull,
+        ),
+        (None, _) => (None, shared.max_sessions, CreateError::Full),
+    };
+    let id = new_session_id().ok_or_else(|| refused(&CreateError::NoRandomness))?;
+    let version = crate::server::negotiate(&params.protocol_version);
+    let mut record = SessionRecord::new(id, version, params.capabilities, params.client_info);
+    record.principal = principal;
+    record.quota = quota;
+    let limits = SessionLimits {
+        idle_ttl: config.session_idle_timeout,
+        max_sessions: shared.max_sessions,
+        max_per_quota: cap,
+        max_subscriptions: state.server.config().max_resource_subscriptions,
+    };
+    match shared.store.create(&record, &limits).await {
+        Ok(Created::Created) => {}
+        Ok(Created::QuotaFull) => return Err(refused(&full)),
+        Ok(Created::Full) => return Err(refused(&CreateError::Full)),
+        // 192 random bits met a live session's: the random source cannot be trusted.
+        Ok(Created::Exists) => return Err(refused(&CreateError::NoRandomness)),
+        Err(error) => {
+            tracing::warn!(%error, "a session could not be stored; initialize refused");
+            return Err(unavailable());
+        }
+    }
+    let copy = state
+        .sessions
+        .copy(&state.server, config, shared, &record, true);
+    copy.map_err(|error| {
+        let store = Arc::clone(&shared.store);
+        let id = record.id;
+        state.sessions.tasks.spawn(async move {
+            if let Err(error) = store.delete(&id).await {
+                tracing::warn!(%error, "could not delete a session this node refused; it expires");
+            }
+        });
+        refused(&error)
+    })
+}
+
+/// The session `id` for the request's principal: this node's copy, else the store's record.
+/// 404 when it is unknown, a legacy session or another principal's; 503 when the store cannot
+/// say.
+pub(crate) async fn find(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    shared: &SharedSessions,
+    id: &str,
+) -> Result<Found, Response> {
+    let principal = state.config.principal_of(parts);
+    // A copy that is ending is no answer: the session may live on in the store.
+    if let Some(session) = state.sessions.get(id).filter(|s| !s.kill.is_cancelled()) {
+        if session.legacy || session.principal != principal {
+            return Err(not_found());
+        }
+        return Ok(Found::Local(session));
+    }
+    match shared.store.load(id).await {
+        Ok(Some(record)) if !record.legacy && record.principal == principal => {
+            Ok(Found::Stored(Box::new(record)))
+        }
+        Ok(_) => Err(not_found()),
+        Err(error) => {
+            tracing::warn!(%error, "a session could not be loaded");
+            Err(unavailable())
+        }
+    }
+}
+
+/// This node's replica of the session `record` (one per node, however many requests build it
+/// at once).
+pub(crate) fn restore(
+    state: &Arc<State>,
+    shared: &SharedSessions,
+    record: &SessionRecord,
+) -> Result<Arc<HttpSession>, Response> {
+    state
+        .sessions
+        .copy(&state.server, &state.config, shared, record, false)
+        .map_err(|error| refused(&error))
+}
+
+/// DELETE of the session `id`: deleted from the store, every node told, this node's copy
+/// ended.
+pub(crate) async fn delete(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    shared: &SharedSessions,
+    id: &str,
+) -> Response {
+    let local = match find(state, parts, shared, id).await {
+        Ok(Found::Local(session)) => Some(session),
+        Ok(Found::Stored(_)) => None,
+        Err(response) => return response,
+    };
+    let existed = match shared.store.delete(id).await {
+        Ok(existed) => existed,
+        Err(error) => {
+            tracing::warn!(%error, "a session could not be deleted");
+            return unavailable();
+        }
+    };
+    News::Ended(id).publish(&*shared.bus).await;
+    if local.is_some() {
+        state.sessions.drop_copy(id);
+    }
+    if existed || local.is_some() {
+        reply::empty(StatusCode::OK)
+    } else {
+        not_found()
+    }
+}
+
+/// 503 with `Retry-After: 2`: the store cannot answer now.
+pub(crate) fn unavailable() -> Response {
+    let mut response = reply::error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+        reply::rpc_error(-32603, "session store unavailable"),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+    response
+}

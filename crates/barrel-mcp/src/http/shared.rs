@@ -1,0 +1,212 @@
+//! Sessions shared by the nodes of one service: [`SharedSessions`] (the store and the bus an
+//! endpoint keeps its sessions in), the news of sessions nodes tell each other, and the task
+//! that listens for it.
+//!
+//! Each node keeps a local copy of the sessions it serves (the one it opened, or a replica
+//! built from the store on the first request it got for a session another node opened). The
+//! store is the truth; the bus only says when to look at it again:
+//! - `session-ended:<id>`: the session was deleted (DELETE); every node drops its copy;
+//! - `session-changed:<id>`: its stored state changed (initialized, level, subscriptions);
+//!   every node holding a copy loads the record and takes its state;
+//! - a [`Delivery::Gap`] (messages may have been lost): every copy is checked against the
+//!   store.
+//!
+//! They travel on [`Topic::Registry`], the topic of what concerns the whole service (its
+//! documentation names "a session ended"), each body led by `session-`, so other news on that
+//! topic is told apart and ignored here. The bus is lossy: a copy whose record is gone is also
+//! noticed at its next touch of the store, and the request that notices it gets 404.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::State;
+use super::sessions::Sessions;
+use crate::store::{Bus, Delivery, SessionStore, Subscription, Topic};
+
+/// Where the sessions of a replicated service live: set
+/// [`HttpConfig::shared_sessions`](super::HttpConfig::shared_sessions) on every node (every
+/// node serving the same tools), and a session started on one node continues on any other.
+///
+/// With it:
+/// - an `initialize` that opens a session stores it ([`SessionStore::create`]) before the
+///   response naming it is sent; the store checks the caps across nodes: the whole service's
+///   ([`max_sessions`](Self::max_sessions)), and one principal's or one anonymous address's
+///   ([`HttpConfig::max_sessions_per_principal`](super::HttpConfig::max_sessions_per_principal),
+///   [`HttpConfig::max_anonymous_sessions_per_address`](super::HttpConfig::max_anonymous_sessions_per_address));
+/// - a request for a session this node does not hold loads it from the store and serves it
+///   on a local replica, in the state the store holds, for the principal it belongs to;
+/// - the session lives [`HttpConfig::session_idle_timeout`](super::HttpConfig::session_idle_timeout)
+///   past its last use on any node (the store's TTL); a node's idle timer only drops its own
+///   copy; DELETE deletes it everywhere;
+/// - a store that cannot answer makes `initialize` and requests that need it 503 with
+///   `Retry-After`, never 404.
+///
+/// Give every node the same configuration (the same tools, and the same idle timeout: each
+/// touch sets the session's life in the store to the toucher's timeout).
+///
+/// Not shared yet: a server-to-client request (sampling, elicitation, roots) is answered on
+/// the node that asked; a GET stream and its replay stay on the node that serves it.
+#[derive(Clone)]
+pub struct SharedSessions {
+    /// Where sessions live.
+    pub store: Arc<dyn SessionStore>,
+    /// How nodes tell each other that a session ended or changed.
+    pub bus: Arc<dyn Bus>,
+    /// The most live sessions of the whole service, every node together (checked by the
+    /// store); one more `initialize` gets 503 with `Retry-After`.
+    /// [`HttpConfig::max_sessions`](super::HttpConfig::max_sessions) still bounds the copies
+    /// one node holds (beyond it an idle replica is dropped, or 503). Default 10,000.
+    pub max_sessions: usize,
+    /// Changes of one session's state (`notifications/initialized`, `logging/setLevel`,
+    /// `resources/subscribe`, `resources/unsubscribe`) waiting to be written to the store, in
+    /// order; past it a change is not stored and a warning is logged (the node serving the
+    /// session keeps it). Default 256.
+    pub max_pending_changes: usize,
+}
+
+impl SharedSessions {
+    /// Sessions in `store`, with news on `bus`, under the default limits.
+    pub fn new(store: Arc<dyn SessionStore>, bus: Arc<dyn Bus>) -> Self {
+        Self {
+            store,
+            bus,
+            max_sessions: 10_000,
+            max_pending_changes: 256,
+        }
+    }
+}
+
+impl fmt::Debug for SharedSessions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedSessions")
+            .field("node", &self.bus.node())
+            .field("max_sessions", &self.max_sessions)
+            .field("max_pending_changes", &self.max_pending_changes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a node tells the others of one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum News<'a> {
+    /// The session was deleted.
+    Ended(&'a str),
+    /// Its stored state changed.
+    Changed(&'a str),
+}
+
+const ENDED: &str = "session-ended:";
+const CHANGED: &str = "session-changed:";
+
+impl<'a> News<'a> {
+    pub(crate) fn encode(self) -> Bytes {
+        let (head, id) = match self {
+            Self::Ended(id) => (ENDED, id),
+            Self::Changed(id) => (CHANGED, id),
+        };
+        Bytes::from([head, id].concat())
+    }
+
+    /// The news `body` carries; `None` for anything else (other news on the topic).
+    pub(crate) fn decode(body: &'a [u8]) -> Option<Self> {
+        let text = std::str::from_utf8(body).ok()?;
+        if let Some(id) = text.strip_prefix(ENDED) {
+            Some(Self::Ended(id))
+        } else {
+            text.strip_prefix(CHANGED).map(Self::Changed)
+        }
+    }
+
+    /// Tells the other nodes; a failure is logged (they notice at their next touch).
+    pub(crate) async fn publish(self, bus: &dyn Bus) {
+        if let Err(error) = bus.publish(&Topic::Registry, self.encode()).await {
+            tracing::warn!(%error, "could not tell the other nodes of a session");
+        }
+    }
+}
+
+/// How long after a failed subscription a request tries again.
+const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
+
+/// Makes sure this endpoint listens for news of sessions (once; again after the bus ended the
+/// subscription, at most once per second while it fails).
+pub(crate) async fn listen(state: &Arc<State>, shared: &SharedSessions) {
+    let sessions = &state.sessions;
+    if sessions.listening.load(Ordering::Acquire) {
+        return;
+    }
+    let mut failed = sessions.subscribing.lock().await;
+    if sessions.listening.load(Ordering::Acquire)
+        || failed.is_some_and(|at| at.elapsed() < RESUBSCRIBE_AFTER)
+    {
+        return;
+    }
+    match shared.bus.subscribe(&Topic::Registry).await {
+        Ok(subscription) => {
+            *failed = None;
+            sessions.listening.store(true, Ordering::Release);
+            let follow = follow(subscription, Arc::clone(sessions), state.shutdown.clone());
+            sessions.tasks.spawn(follow);
+        }
+        Err(error) => {
+            *failed = Some(Instant::now());
+            tracing::warn!(
+                %error,
+                "cannot listen to the bus; sessions ended elsewhere are noticed at their next touch"
+            );
+        }
+    }
+}
+
+/// Follows the news until the endpoint shuts down or the bus ends the subscription.
+async fn follow(mut subscription: Subscription, sessions: Arc<Sessions>, stop: CancellationToken) {
+    loop {
+        let delivery = tokio::select! {
+            () = stop.cancelled() => return,
+            delivery = subscription.recv() => delivery,
+        };
+        match delivery {
+            Some(Delivery::Message { body, .. }) => match News::decode(&body) {
+                Some(News::Ended(id)) => sessions.drop_copy(id),
+                Some(News::Changed(id)) => {
+                    if let Some(session) = sessions.get(id) {
+                        session.refresh().await;
+                    }
+                }
+                None => {}
+            },
+            Some(Delivery::Gap) => {
+                tracing::debug!("news of sessions may have been lost; checking every copy");
+                for session in sessions.copies() {
+                    session.refresh().await;
+                }
+            }
+            None => {
+                sessions.listening.store(false, Ordering::Release);
+                tracing::warn!("the bus ended the subscription to news of sessions");
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::News;
+
+    #[test]
+    fn news_round_trips_and_other_bodies_are_not_news() {
+        for news in [News::Ended("abc-_1"), News::Changed("x:y")] {
+            let body = news.encode();
+            assert_eq!(News::decode(&body), Some(news));
+        }
+        assert_eq!(News::decode(b"tools changed"), None);
+        assert_eq!(News::decode(&[0xff, 0xfe]), None);
+    }
+}
