@@ -184,6 +184,10 @@ impl Durable {
                     self.writes().queue.clear();
                     self.drop_copy();
                 }
+                // Only a compare-and-set (the GET owner) conflicts; none is queued here.
+                Ok(Updated::Conflict) => {
+                    tracing::debug!("a change of a session lost a race and was not stored");
+                }
                 Ok(Updated::SubscriptionsFull) => tracing::warn!(
                     "a subscription is not stored: the session holds as many as the store \
                      allows"
