@@ -192,7 +192,6 @@ fn serve_http(
     (skills, node): (Option<&std::path::Path>, serve_node::NodeArgs),
 ) -> anyhow::Result<()> {
     use barrel_mcp::http::{HttpConfig, StreamableHttp};
-    #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
     let mut config = HttpConfig {
         allowed_hosts,
         allowed_origins,
@@ -206,7 +205,8 @@ fn serve_http(
     #[cfg(not(feature = "auth"))]
     let _ = auth;
     config.check_bind(addr).map_err(anyhow::Error::msg)?;
-    let node = serve_node::prepare(node, runtime)?;
+    let mut node = serve_node::prepare(node, runtime)?;
+    config.shared_sessions = node.take_shared_sessions();
     let span = tracing::info_span!("node", name = %node.name);
     let server = demo::server(skills, node).context("building the demo server")?;
     let serving = async move {

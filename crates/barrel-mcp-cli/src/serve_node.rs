@@ -21,10 +21,12 @@ const MAX_NODE_NAME: usize = 64;
 /// The flags of `serve` for running several nodes.
 #[derive(Debug, Default, clap::Args)]
 pub(crate) struct NodeArgs {
-    /// Keep tasks in the Redis at this URL (redis://[user:password@]host:port/db), shared by
-    /// every node given the same URL and --redis-prefix. Only tasks go to Redis for now (see --task-lease):
-    /// sessions and their stream replay stay in each process. The URL may hold a password:
-    /// prefer the environment variable to the command line. Connecting is retried for 10 s.
+    /// Keep tasks and HTTP sessions in the Redis at this URL
+    /// (redis://[user:password@]host:port/db), shared by every node given the same URL and
+    /// --redis-prefix: a session opened on one node continues on any other. Stream replay and
+    /// server-to-client requests stay with the node that made them. The URL may hold a
+    /// password: prefer the environment variable to the command line. Connecting is retried
+    /// for 10 s.
     #[arg(
         long,
         value_name = "URL",
@@ -62,9 +64,9 @@ pub(crate) struct Node {
     lease: Option<Duration>,
     /// The configured keys; none: a random key.
     keys: Option<KeyRing>,
-    /// The Redis task store, when `--redis` was given.
+    /// Tasks and sessions in Redis, when `--redis` was given.
     #[cfg(feature = "redis")]
-    tasks: Option<barrel_mcp::task::RedisTaskStore>,
+    shared: Option<crate::serve_redis::Shared>,
 }
 
 impl Node {
@@ -83,11 +85,21 @@ impl Node {
             None => builder,
         };
         #[cfg(feature = "redis")]
-        let builder = match self.tasks {
-            Some(store) => builder.task_store(store),
+        let builder = match self.shared {
+            Some(shared) => builder.task_store(shared.tasks),
             None => builder,
         };
         builder
+    }
+
+    /// The sessions this node shares with the others (`--redis`), for the HTTP layer; taken
+    /// once, before [`configure`](Self::configure).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn take_shared_sessions(&mut self) -> Option<barrel_mcp::http::SharedSessions> {
+        #[cfg(feature = "redis")]
+        return self.shared.as_mut().map(|shared| shared.sessions.clone());
+        #[cfg(not(feature = "redis"))]
+        None
     }
 }
 
@@ -105,7 +117,7 @@ pub(crate) fn prepare(args: NodeArgs, runtime: &tokio::runtime::Runtime) -> anyh
             lease: args.task_lease,
             keys,
             #[cfg(feature = "redis")]
-            tasks: None,
+            shared: None,
         });
     };
     let prefix = args.redis_prefix.unwrap_or_else(|| "mcp".to_owned());
@@ -123,19 +135,19 @@ pub(crate) fn prepare(args: NodeArgs, runtime: &tokio::runtime::Runtime) -> anyh
         }
     };
     #[cfg(feature = "redis")]
-    let tasks = runtime.block_on(crate::serve_redis::connect_tasks(&url, &prefix))?;
+    let shared = runtime.block_on(crate::serve_redis::connect(&url, &prefix, &name))?;
     #[cfg(not(feature = "redis"))]
     crate::serve_redis::no_redis(runtime)?;
     eprintln!(
-        "barrel-mcp: node {name}: tasks in Redis at {shown} (prefix {prefix}; sessions stay \
-         in this process); {keys_said}"
+        "barrel-mcp: node {name}: tasks and HTTP sessions in Redis at {shown} (prefix \
+         {prefix}); {keys_said}"
     );
     Ok(Node {
         name,
         lease: args.task_lease,
         keys,
         #[cfg(feature = "redis")]
-        tasks: Some(tasks),
+        shared: Some(shared),
     })
 }
 

@@ -1,5 +1,5 @@
-//! `serve --redis`: connecting the Redis task store, retrying while Redis comes up, and the
-//! URL as messages show it (without its password).
+//! `serve --redis`: connecting to Redis (tasks, shared HTTP sessions, the nodes' bus),
+//! retrying while Redis comes up, and the URL as messages show it (without its password).
 
 #[cfg(feature = "redis")]
 use std::time::Duration;
@@ -14,32 +14,51 @@ const FIRST_PAUSE: Duration = Duration::from_millis(100);
 #[cfg(feature = "redis")]
 const MAX_PAUSE: Duration = Duration::from_secs(1);
 
-/// The Redis task store at `url` under `prefix`, with the demo's task limits; retried for
-/// [`CONNECT_FOR`] (each attempt bounded by the store's connection and response timeouts),
-/// then an error naming the URL without its password. An invalid URL fails at once.
+/// What `serve --redis` keeps in Redis: tasks, and the HTTP sessions every node serves.
 #[cfg(feature = "redis")]
-pub(crate) async fn connect_tasks(
-    url: &str,
-    prefix: &str,
-) -> anyhow::Result<barrel_mcp::task::RedisTaskStore> {
-    use barrel_mcp::task::{RedisTaskStore, StoreRefusal};
+pub(crate) struct Shared {
+    /// The task store.
+    pub(crate) tasks: barrel_mcp::task::RedisTaskStore,
+    /// The session store and the bus the HTTP layer shares sessions through.
+    pub(crate) sessions: barrel_mcp::http::SharedSessions,
+}
+
+#[cfg(feature = "redis")]
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("tasks", &self.tasks)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The Redis at `url` under `prefix`, with this node on its bus as `name`; connecting is
+/// retried for [`CONNECT_FOR`] (each attempt bounded by the connection and response
+/// timeouts), then an error naming the URL without its password. An invalid URL fails at once.
+#[cfg(feature = "redis")]
+pub(crate) async fn connect(url: &str, prefix: &str, name: &str) -> anyhow::Result<Shared> {
+    use std::sync::Arc;
+
+    use barrel_mcp::store::redis::{Redis, RedisOptions};
+    use barrel_mcp::store::{BusOptions, RedisBus, RedisSessionStore, StoreError};
 
     let shown = redact(url);
-    let limits = barrel_mcp::server::ServerConfig::default().task_limits;
+    let options = RedisOptions {
+        prefix: prefix.to_owned(),
+        ..RedisOptions::default()
+    };
     let deadline = tokio::time::Instant::now() + CONNECT_FOR;
     let mut pause = FIRST_PAUSE;
     let mut why = "no answer".to_owned();
-    loop {
-        let attempt =
-            tokio::time::timeout_at(deadline, RedisTaskStore::connect(url, limits.clone())).await;
+    let redis = loop {
+        let attempt = tokio::time::timeout_at(deadline, Redis::connect(url, options.clone())).await;
         match attempt {
-            Ok(Ok(store)) => return Ok(store.with_prefix(prefix)),
+            Ok(Ok(redis)) => break redis,
             // An invalid URL does not become valid by waiting.
-            Ok(Err(StoreRefusal::Unavailable(said))) if said.starts_with("invalid Redis URL") => {
+            Ok(Err(StoreError::Unavailable(said))) if said.starts_with("invalid Redis URL") => {
                 anyhow::bail!("--redis {shown}: {said}")
             }
-            Ok(Err(StoreRefusal::Unavailable(said))) => why = said,
-            Ok(Err(other)) => why = format!("{other:?}"),
+            Ok(Err(error)) => why = error.to_string(),
             // The deadline cut the attempt short: the last reason stands.
             Err(_) => {}
         }
@@ -52,7 +71,24 @@ pub(crate) async fn connect_tasks(
         tracing::warn!(url = %shown, error = %why, "Redis is not reachable yet; retrying");
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(MAX_PAUSE);
-    }
+    };
+    let limits = barrel_mcp::server::ServerConfig::default().task_limits;
+    let tasks = barrel_mcp::task::RedisTaskStore::with_manager(redis.commands(), limits)
+        .with_prefix(prefix);
+    let bus = RedisBus::start(
+        redis.clone(),
+        BusOptions {
+            name: name.to_owned(),
+            ..BusOptions::default()
+        },
+    )
+    .await
+    .map_err(|error| anyhow::anyhow!("joining the nodes on {shown}: {error}"))?;
+    let sessions = barrel_mcp::http::SharedSessions::new(
+        Arc::new(RedisSessionStore::new(redis)),
+        Arc::new(bus),
+    );
+    Ok(Shared { tasks, sessions })
 }
 
 /// `serve --redis` in a build without Redis: always an error.

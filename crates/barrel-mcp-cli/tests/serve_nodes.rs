@@ -163,6 +163,56 @@ fn ask_name(addr: &str, extra: Value) -> Value {
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
 }
 
+/// A 2025-11-25 message POSTed to `addr` in `session` (none: no `Mcp-Session-Id`), over
+/// HTTP/1.0; returns the status line, the session id the answer names, and the JSON-RPC
+/// response (JSON, or the SSE data line carrying it; `Null` for a 202).
+fn post_in_session(
+    addr: &str,
+    session: Option<&str>,
+    message: Value,
+) -> (String, Option<String>, Value) {
+    let body = message.to_string();
+    let mut stream = TcpStream::connect(addr).expect("the node listens");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a timeout");
+    let session_header = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\n\
+         {session_header}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("an answer");
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not HTTP: {response}"));
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    let named = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    let json = if body.trim().is_empty() {
+        "null".to_owned()
+    } else if body.trim_start().starts_with('{') {
+        body.to_owned()
+    } else {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|data| data.contains("\"id\""))
+            .unwrap_or_else(|| panic!("no response in {body}"))
+            .to_owned()
+    };
+    let answer = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    (status, named, answer)
+}
+
 /// Runs a client command of the binary; returns the exit code, stdout and stderr.
 fn client(args: &[&str]) -> (Option<i32>, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_barrel-mcp"))
@@ -200,8 +250,9 @@ fn two_nodes_share_tasks_in_redis_and_request_state_through_the_key_file() {
     let (_c, c, said_c) = start_node(&["--redis", &url, "--redis-prefix", "cli-test"]);
     let said_a = said_a.join("\n");
     assert!(
-        said_a.contains(&format!("node a: tasks in Redis at {url} (prefix cli-test"))
-            && said_a.contains("requestState keys "),
+        said_a.contains(&format!(
+            "node a: tasks and HTTP sessions in Redis at {url} (prefix cli-test"
+        )) && said_a.contains("requestState keys "),
         "{said_a}"
     );
     let said_c = said_c.join("\n");
@@ -226,6 +277,34 @@ fn two_nodes_share_tasks_in_redis_and_request_state_through_the_key_file() {
     let id = task["taskId"].as_str().expect("a task id");
     let (code, out, err) = client(&["task", id, "--wait", "--url", &format!("http://{b}/mcp")]);
     assert_eq!((code, out.as_str()), (Some(0), "done\n"), "{err}");
+
+    // A session opened on A goes on on B: notifications/initialized and a call there.
+    let (status, session, opened) = post_in_session(
+        &a,
+        None,
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": { "name": "cli-test", "version": "1" } } }),
+    );
+    assert!(status.contains(" 200 "), "{status}: {opened}");
+    let session = session.expect("A names the session");
+    let (status, _, _) = post_in_session(
+        &b,
+        Some(&session),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    );
+    assert!(status.contains(" 202 "), "{status}");
+    let (status, _, echoed) = post_in_session(
+        &b,
+        Some(&session),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": { "name": "echo", "arguments": { "message": "from A to B" } } }),
+    );
+    assert!(status.contains(" 200 "), "{status}: {echoed}");
+    assert_eq!(
+        echoed["result"]["content"][0]["text"], "from A to B",
+        "{echoed}"
+    );
 
     // Round 1 on A, round 2 on B: B opens A's requestState.
     let first = ask_name(&a, json!({}));

@@ -61,7 +61,7 @@ fn the_task_lease_reaches_the_server() {
         lease: Some(std::time::Duration::from_secs(3)),
         keys: None,
         #[cfg(feature = "redis")]
-        tasks: None,
+        shared: None,
     };
     let server = node
         .configure(barrel_mcp::server::Server::builder())
