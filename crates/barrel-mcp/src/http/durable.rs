@@ -122,7 +122,9 @@ impl Durable {
             }
             *touched = Some(Instant::now());
         }
-        match self.shared.store.touch(&self.id, self.idle_ttl).await {
+        // An interval more than the timeout: touches come at most once per interval.
+        let ttl = self.idle_ttl + self.interval();
+        match self.shared.store.touch(&self.id, ttl).await {
             Ok(true) => Touch::Alive,
             Ok(false) => {
                 tracing::debug!(session = %self.id, "session gone from the store");

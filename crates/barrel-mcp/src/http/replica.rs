@@ -62,7 +62,9 @@ pub(crate) async fn open(
     record.principal = principal;
     record.quota = quota;
     let limits = SessionLimits {
-        idle_ttl: config.session_idle_timeout,
+        // A copy touches the store at most once per eighth of the timeout: the store keeps the
+        // session that much longer, so it never expires before the timeout since its last use.
+        idle_ttl: config.session_idle_timeout + config.session_idle_timeout / 8,
         max_sessions: shared.max_sessions,
         max_per_quota: cap,
         max_subscriptions: state.server.config().max_resource_subscriptions,
@@ -110,6 +112,11 @@ pub(crate) async fn find(
         }
         return Ok(Found::Local(session));
     }
+    // Only an id of the shape this server mints can be in the store: anything else is unknown
+    // without a store round trip (and no peer's text reaches a key name).
+    if !is_session_id(id) {
+        return Err(not_found());
+    }
     match shared.store.load(id).await {
         Ok(Some(record)) if !record.legacy && record.principal == principal => {
             Ok(Found::Stored(Box::new(record)))
@@ -156,14 +163,22 @@ pub(crate) async fn delete(
         }
     };
     News::Ended(id).publish(&*shared.bus).await;
-    if local.is_some() {
-        state.sessions.drop_copy(id);
-    }
+    // Whether or not a copy was found above: a request may have built one since, and this
+    // node does not hear its own news.
+    state.sessions.drop_copy(id);
     if existed || local.is_some() {
         reply::empty(StatusCode::OK)
     } else {
         not_found()
     }
+}
+
+/// True for the shape of the ids [`new_session_id`] mints: 32 characters of base64url.
+fn is_session_id(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// 503 with `Retry-After: 2`: the store cannot answer now.

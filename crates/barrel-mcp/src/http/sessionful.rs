@@ -257,6 +257,8 @@ async fn lookup(
         replica::Found::Local(session) => session,
         replica::Found::Stored(record) => replica::restore(state, shared, &record)?,
     };
+    // In use from here: no idle timer or full table drops it while the store is asked.
+    session.touch();
     if session.keep_alive().await == Touch::Gone {
         state.sessions.drop_copy(id);
         return Err(not_found());

@@ -150,9 +150,12 @@ impl Session {
         Ok(())
     }
 
+    /// Unsubscribes from `uri`. The transport hears of it even when this copy did not hold
+    /// the URI: a replica of a shared session may have missed the subscription, which the
+    /// store still holds.
     pub(crate) fn unsubscribe(&self, uri: &str) {
-        let removed = lock(&self.subscriptions).remove(uri);
-        if removed && let Some(events) = self.events() {
+        lock(&self.subscriptions).remove(uri);
+        if let Some(events) = self.events() {
             events.unsubscribed(uri);
         }
     }

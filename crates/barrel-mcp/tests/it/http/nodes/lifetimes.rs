@@ -132,6 +132,11 @@ async fn a_failing_store_is_503_and_never_404() {
     assert_eq!(get.status(), StatusCode::SERVICE_UNAVAILABLE);
     let delete = on_b.send(Method::DELETE, &[], None).await;
     assert_eq!(delete.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // An id this server never mints is unknown without asking the store: 404 even now.
+    let mut forged = nodes.b.client();
+    forged.session = Some("not-an-id{with}braces".to_owned());
+    let forged = post_json(&forged, &ping, &[]).await;
+    assert_eq!(forged.status(), StatusCode::NOT_FOUND);
     // A holds it: served.
     assert_eq!(post_json(&on_a, &ping, &[]).await.status(), StatusCode::OK);
     store.failing(false);
