@@ -116,8 +116,8 @@ fn start_node(args: &[&str]) -> (Reaped, String, Vec<String>) {
     }
 }
 
-/// A 2026-07-28 `tools/call` of the demo's `ask_name` POSTed to `addr` (HTTP/1.0, so the
-/// answer ends with the connection), with `extra` params; returns the JSON-RPC response.
+/// A 2026-07-28 `tools/call` of the demo's `ask_name` POSTed to `addr`, with `extra` params;
+/// returns the JSON-RPC response.
 fn ask_name(addr: &str, extra: Value) -> Value {
     let mut params = json!({
         "name": "ask_name",
@@ -131,58 +131,39 @@ fn ask_name(addr: &str, extra: Value) -> Value {
     if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
         params.extend(extra.clone());
     }
-    let body =
-        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }).to_string();
-    let mut stream = TcpStream::connect(addr).expect("the node listens");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("a timeout");
-    let request = format!(
-        "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: tools/call\r\nMcp-Name: ask_name\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("sent");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("an answer");
-    let (_, body) = response
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("not HTTP: {response}"));
-    // JSON, or an SSE stream whose data lines carry the response.
-    let json = if body.trim_start().starts_with('{') {
-        body.to_owned()
-    } else {
-        body.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|data| data.contains("\"id\""))
-            .unwrap_or_else(|| panic!("no response in {body}"))
-            .to_owned()
-    };
-    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+    let message = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+    let headers = "Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n\
+                   Mcp-Name: ask_name\r\n";
+    post(addr, headers, &message).2
 }
 
-/// A 2025-11-25 message POSTed to `addr` in `session` (none: no `Mcp-Session-Id`), over
-/// HTTP/1.0; returns the status line, the session id the answer names, and the JSON-RPC
-/// response (JSON, or the SSE data line carrying it; `Null` for a 202).
+/// A 2025-11-25 message POSTed to `addr` in `session` (none: no `Mcp-Session-Id`); returns
+/// the status line, the session id the answer names, and the JSON-RPC response.
 fn post_in_session(
     addr: &str,
     session: Option<&str>,
     message: Value,
 ) -> (String, Option<String>, Value) {
+    let session_header = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+        .unwrap_or_default();
+    let headers = format!("Mcp-Protocol-Version: 2025-11-25\r\n{session_header}");
+    post(addr, &headers, &message)
+}
+
+/// `message` POSTed to `addr` with the extra `headers` (each line ending in CRLF), over
+/// HTTP/1.0 so the answer ends with the connection; returns the status line, the session id
+/// the answer names, and the JSON-RPC response: the JSON body, or the SSE data line carrying
+/// it (`Null` for an empty body).
+fn post(addr: &str, headers: &str, message: &Value) -> (String, Option<String>, Value) {
     let body = message.to_string();
     let mut stream = TcpStream::connect(addr).expect("the node listens");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("a timeout");
-    let session_header = session
-        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
-        .unwrap_or_default();
     let request = format!(
         "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\n\
-         {session_header}Content-Length: {}\r\n\r\n{body}",
+         Accept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).expect("sent");
