@@ -108,7 +108,9 @@ fn help_says_what_goes_to_redis() {
     let help = serve.render_long_help().to_string();
     for said in [
         "--redis <URL>",
-        "Only tasks go to Redis",
+        "Keep tasks and HTTP sessions in the Redis",
+        "Stream replay and server-to-client requests stay with the node",
+        "--task-lease <SECONDS>",
         "BARREL_MCP_REDIS_URL",
         "--redis-prefix <PREFIX>",
         "--node-name <NAME>",
