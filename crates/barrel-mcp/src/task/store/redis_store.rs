@@ -34,28 +34,20 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::RedisError;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 
 use self::keys::Keys;
 use self::scripts::Scripts;
 use super::{StoreRefusal, TaskChange, TaskLimits, TaskStore, keep_lease, same_identity};
 use crate::peer::BoxFuture;
+use crate::store::StoreError;
+use crate::store::redis::RedisOptions;
 use crate::task::record::{Era, Refused, TaskRecord};
 
-/// How long one Redis command may take before the store reports it unavailable.
-const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
-/// How long connecting to Redis may take.
-const CONNECTION_TIMEOUT: Duration = Duration::from_secs(1);
-/// Reconnection attempts after the connection broke (in the background, with a backoff from
-/// 100 ms up to [`MAX_RECONNECT_DELAY`]); requests meanwhile fail fast as unavailable.
-const RECONNECT_RETRIES: usize = 2;
-const MAX_RECONNECT_DELAY: Duration = Duration::from_millis(500);
 /// How often `update` reads again after a concurrent change won the race.
 const MAX_UPDATE_ATTEMPTS: u32 = 64;
 /// Expired tasks `purge` forgets per script run (each run blocks Redis while it lasts).
 const PURGE_BATCH: usize = 256;
-/// The oldest Redis major version the scripts run on.
-const MIN_REDIS_MAJOR: u32 = 7;
 
 /// Tasks in Redis 7 or later, shared by every server process that uses the same Redis and key
 /// prefix.
@@ -111,26 +103,17 @@ impl RedisTaskStore {
     /// Fails with [`StoreRefusal::Unavailable`] when the URL is invalid, Redis cannot be
     /// reached or is too old; the message never holds the password.
     pub async fn connect(url: &str, limits: TaskLimits) -> Result<Self, StoreRefusal> {
-        let client = redis::Client::open(url).map_err(|e| {
-            StoreRefusal::Unavailable(format!("invalid Redis URL ({:?})", e.kind()))
-        })?;
-        let info = client.get_connection_info();
-        let address = info.addr().to_string();
-        let secret = info.redis_settings().password().map(str::to_owned);
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            .set_connection_timeout(Some(CONNECTION_TIMEOUT))
-            .set_number_of_retries(RECONNECT_RETRIES)
-            .set_max_delay(MAX_RECONNECT_DELAY);
-        let mut store = Self::with_manager(
-            ConnectionManager::new_with_config(client, config)
-                .await
-                .map_err(|e| unavailable(&e, secret.as_deref()))?,
-            limits,
-        );
-        store.address = Some(address);
-        store.secret = secret;
-        store.check_version().await?;
+        let redis = crate::store::redis::Redis::connect(url, RedisOptions::default())
+            .await
+            .map_err(|error| match error {
+                StoreError::Unavailable(why) | StoreError::Corrupt(why) => {
+                    StoreRefusal::Unavailable(why)
+                }
+            })?;
+        let info = redis.client().get_connection_info();
+        let mut store = Self::with_manager(redis.commands(), limits);
+        store.address = Some(info.addr().to_string());
+        store.secret = info.redis_settings().password().map(str::to_owned);
         Ok(store)
     }
 
@@ -168,30 +151,6 @@ impl RedisTaskStore {
 
     fn fail(&self, error: &RedisError) -> StoreRefusal {
         unavailable(error, self.secret.as_deref())
-    }
-
-    async fn check_version(&self) -> Result<(), StoreRefusal> {
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut self.redis.clone())
-            .await
-            .map_err(|e| self.fail(&e))?;
-        let version = info
-            .lines()
-            .find_map(|line| line.strip_prefix("redis_version:"))
-            .map(str::trim)
-            .unwrap_or("unknown");
-        let major = version
-            .split('.')
-            .next()
-            .and_then(|m| m.parse::<u32>().ok());
-        if major.is_some_and(|major| major >= MIN_REDIS_MAJOR) {
-            Ok(())
-        } else {
-            Err(StoreRefusal::Unavailable(format!(
-                "the task store needs Redis {MIN_REDIS_MAJOR} or later; this one is {version}"
-            )))
-        }
     }
 
     async fn create_now(&self, record: TaskRecord) -> Result<(), StoreRefusal> {
@@ -376,11 +335,9 @@ fn decode(json: &str) -> Result<TaskRecord, StoreRefusal> {
 /// A Redis error as a refusal, without `secret` (the URL's password) should the driver's text
 /// ever quote it.
 fn unavailable(error: &RedisError, secret: Option<&str>) -> StoreRefusal {
-    let mut message = format!("Redis: {error}");
-    if let Some(secret) = secret.filter(|s| !s.is_empty()) {
-        message = message.replace(secret, "***");
+    match crate::store::redis::unavailable(error, secret) {
+        StoreError::Unavailable(why) | StoreError::Corrupt(why) => StoreRefusal::Unavailable(why),
     }
-    StoreRefusal::Unavailable(message)
 }
 
 /// Waits a little before reading a task again after losing a race: nothing the first time, then
