@@ -58,6 +58,8 @@ mod unwind;
 
 #[cfg(feature = "http-server")]
 pub(crate) use inlet::{DirectWriter, Inlet, open};
+#[cfg(feature = "http-server")]
+pub(crate) use shared::RequestIds;
 use shared::{Outbound, Shared};
 
 /// What the outbound queue holds: boxed, so an idle connection's queue is one block of

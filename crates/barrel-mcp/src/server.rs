@@ -62,7 +62,7 @@ pub(crate) use connection::{SessionEvents, SessionStart, SessionSync};
 pub(crate) use context::Scope;
 pub use context::{Ctx, KeyedInput};
 pub use custom::RequestHandler;
-use events::ServerEvent;
+pub(crate) use events::ServerEvent;
 pub use handler::{
     IntoToolResult, Json, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest,
     ToolHandler,
@@ -210,6 +210,9 @@ struct Inner {
     sessions: std::sync::Mutex<std::collections::HashMap<String, SessionHandle>>,
     /// The task store and the running task work of this process.
     tasks: tasks::Tasks,
+    /// Where the changes announced on this server also go: the other nodes of a service
+    /// (set once, by an HTTP endpoint that shares its sessions).
+    relay: std::sync::OnceLock<tokio::sync::mpsc::Sender<ServerEvent>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -276,7 +279,8 @@ impl Server {
     /// hears of its life through `events`. It starts as `start` says: waiting for `initialize`,
     /// or restored from the record of a session another node opened. The returned
     /// [`SessionSync`] brings its state up to date with a newer record. The future runs the
-    /// session to its end: when its input ends, or at once when `stop` is cancelled.
+    /// session to its end: when its input ends, or at once when `stop` is cancelled. Its
+    /// requests to the client take ids carrying `node` (see [`peer::RequestIds::of_node`]).
     #[cfg(feature = "http-server")]
     pub(crate) fn open_session(
         &self,
@@ -284,6 +288,7 @@ impl Server {
         stop: CancellationToken,
         events: Arc<dyn SessionEvents>,
         start: SessionStart<'_>,
+        node: crate::store::NodeTag,
     ) -> (
         peer::Inlet,
         SessionSync,
@@ -302,7 +307,8 @@ impl Server {
         let connection = Arc::new(connection);
         let sync = SessionSync::new(&connection);
         let handler: Arc<dyn peer::Handler> = connection.clone();
-        let (inlet, run) = peer::open(handler, self.inner.config.peer.clone(), writer);
+        let ids = peer::RequestIds::of_node(node);
+        let (inlet, run) = peer::open(handler, self.inner.config.peer.clone(), writer, ids);
         if let Some(initialized) = initialized {
             connection.resume(inlet.peer(), initialized);
         }
@@ -528,8 +534,25 @@ impl Server {
     }
 
     fn emit(&self, event: ServerEvent) {
+        if let Some(relay) = self.inner.relay.get()
+            && relay.try_send(event.clone()).is_err()
+        {
+            tracing::warn!("too many changes waiting for the other nodes; one is not relayed");
+        }
+        self.emit_here(event);
+    }
+
+    /// Announces `event` to this server's own clients only (another node announced it).
+    pub(crate) fn emit_here(&self, event: ServerEvent) {
         // No receiver means no connected session: nothing to tell.
         let _ = self.inner.events.send(event);
+    }
+
+    /// Sends every change announced on this server from now on to `relay` too (see
+    /// `http/relay.rs`); false when a relay was set already.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn relay_to(&self, relay: tokio::sync::mpsc::Sender<ServerEvent>) -> bool {
+        self.inner.relay.set(relay).is_ok()
     }
 
     fn read_registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {

@@ -4,13 +4,15 @@
 //!
 //! - **Write-through:** each change the server reports (`SessionEvents`) is queued and written
 //!   in order by one task at a time, spawned on the sessions' tracker while there is something
-//!   to write; then the other nodes are told (`session-changed`). A failed write is logged.
+//!   to write; then the other nodes are told (`session-changed`). A write the store cannot take
+//!   now is tried again (backing off up to 5 s) while the copy lives.
 //! - **Touch:** at most once per `idle_ttl / 8` per session on this node, on a request or
 //!   while someone waits on the session; `false` from the store means the session is gone
 //!   everywhere (the request gets 404 and the copy is dropped).
 //! - **Refresh:** the record is loaded and its state taken (the level, the subscriptions, and
 //!   the client's `notifications/initialized`), unless this node's own writes are still on
-//!   their way: then it is done once they landed, so the newer local change is not undone.
+//!   their way, or one was made while loading: then it is done once they landed, so the newer
+//!   local change is not undone.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -25,6 +27,11 @@ use super::session::HttpSession;
 use super::shared::{News, SharedSessions};
 use crate::server::SessionSync;
 use crate::store::{SessionChange, SessionRecord, Updated};
+
+/// The first pause before a change the store refused is written again.
+const FIRST_RETRY: Duration = Duration::from_millis(100);
+/// The longest pause between two attempts to write a change.
+const LAST_RETRY: Duration = Duration::from_secs(5);
 
 /// The shared part of one session's local copy.
 pub(crate) struct Durable {
@@ -49,6 +56,9 @@ struct Writes {
     writing: bool,
     /// A refresh was put off while writing.
     stale: bool,
+    /// Changes queued so far: a refresh that saw another count before its load may hold a
+    /// record older than this copy's state.
+    queued: u64,
 }
 
 impl fmt::Debug for Durable {
@@ -149,6 +159,7 @@ impl Durable {
             return;
         }
         writes.queue.push_back(change);
+        writes.queued += 1;
         if !writes.writing {
             writes.writing = true;
             drop(writes);
@@ -156,9 +167,20 @@ impl Durable {
         }
     }
 
-    /// Writes the queue, tells the other nodes, then refreshes if that was put off.
+    /// True while this node's copy of the session is served.
+    fn lives(&self) -> bool {
+        self.session
+            .upgrade()
+            .is_some_and(|session| !session.kill.is_cancelled())
+    }
+
+    /// Writes the queue, tells the other nodes, then refreshes if that was put off. A change
+    /// the store cannot take now is tried again, after [`FIRST_RETRY`] doubling up to
+    /// [`LAST_RETRY`], for as long as the copy lives (the client's `initialized` must reach the
+    /// other nodes once the store is back).
     async fn drain(self: Arc<Self>) {
         let mut changed = false;
+        let mut pause = FIRST_RETRY;
         loop {
             let (next, stale) = {
                 let mut writes = self.writes();
@@ -179,8 +201,11 @@ impl Durable {
                 }
                 return;
             };
-            match self.shared.store.update(&self.id, change).await {
-                Ok(Updated::Applied) => changed = true,
+            match self.shared.store.update(&self.id, change.clone()).await {
+                Ok(Updated::Applied) => {
+                    changed = true;
+                    pause = FIRST_RETRY;
+                }
                 Ok(Updated::Unknown) => {
                     tracing::debug!(session = %self.id, "session gone from the store");
                     self.writes().queue.clear();
@@ -194,6 +219,18 @@ impl Durable {
                     "a subscription is not stored: the session holds as many as the store \
                      allows"
                 ),
+                Err(error) if self.lives() => {
+                    tracing::warn!(%error, "a change of a session could not be stored; trying again");
+                    self.writes().queue.push_front(change);
+                    // Not past the copy's end (shutdown waits for this task).
+                    if let Some(ended) = self.session.upgrade().map(|s| s.kill.clone()) {
+                        tokio::select! {
+                            () = tokio::time::sleep(pause) => {}
+                            () = ended.cancelled() => {}
+                        }
+                    }
+                    pause = (pause * 2).min(LAST_RETRY);
+                }
                 Err(error) => {
                     tracing::warn!(%error, "a change of a session could not be stored");
                 }
@@ -204,22 +241,39 @@ impl Durable {
     /// Takes the state the store holds now, unless this node's own changes are on their way
     /// (then once they landed). A session gone from the store is dropped here too.
     pub(crate) async fn refresh(&self) {
-        {
-            let mut writes = self.writes();
-            if writes.writing {
-                writes.stale = true;
+        loop {
+            let Some(seen) = self.unless_writing() else {
                 return;
-            }
-        }
-        match self.shared.store.load(&self.id).await {
-            Ok(Some(record)) => {
-                if let Some(session) = self.session.upgrade() {
-                    session.apply(&record);
+            };
+            match self.shared.store.load(&self.id).await {
+                Ok(Some(record)) => {
+                    match self.unless_writing() {
+                        None => return,
+                        // A change was queued and written while loading: the record may
+                        // predate it.
+                        Some(queued) if queued != seen => continue,
+                        Some(_) => {}
+                    }
+                    if let Some(session) = self.session.upgrade() {
+                        session.apply(&record);
+                    }
                 }
+                Ok(None) => self.drop_copy(),
+                Err(error) => tracing::warn!(%error, "could not refresh a session from the store"),
             }
-            Ok(None) => self.drop_copy(),
-            Err(error) => tracing::warn!(%error, "could not refresh a session from the store"),
+            return;
         }
+    }
+
+    /// The count of changes queued so far; `None` (and a refresh put off until the writes
+    /// landed) while changes are being written.
+    fn unless_writing(&self) -> Option<u64> {
+        let mut writes = self.writes();
+        if writes.writing {
+            writes.stale = true;
+            return None;
+        }
+        Some(writes.queued)
     }
 
     /// Ends this node's copy (the session is gone from the store).

@@ -221,6 +221,12 @@ impl HttpSession {
         Ok(reply)
     }
 
+    /// True while the answer to the client's request `id` is routed by this copy (the
+    /// request reached this node and is not answered yet).
+    pub(crate) fn serves(&self, id: &RequestId) -> bool {
+        self.routing().by_request.contains_key(id)
+    }
+
     /// Hands a notification or a response from `caller` to the session (on the legacy
     /// transport, a request too: its answer rides the session's one stream).
     pub(crate) async fn deliver(

@@ -102,10 +102,7 @@ pub(crate) async fn post(
                 Err(Refused::Ended) => not_found(),
             }
         }
-        other => match session.deliver(other, caller).await {
-            Ok(()) => reply::empty(StatusCode::ACCEPTED),
-            Err(_) => not_found(),
-        },
+        other => super::forward::deliver(shared, &session, other, caller).await,
     };
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(reply::SESSION_ID, value);

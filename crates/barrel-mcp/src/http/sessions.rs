@@ -24,7 +24,7 @@ use super::shared::SharedSessions;
 use super::sse::Limits;
 use super::watchdog::{End, watchdog};
 use crate::server::{Server, SessionEvents, SessionStart};
-use crate::store::SessionRecord;
+use crate::store::{NodeTag, SessionRecord};
 
 /// Why a session could not be created.
 #[derive(Debug)]
@@ -138,7 +138,7 @@ impl Sessions {
             limits(config),
         ));
         // Connected before it is listed, so a shutdown that lists it can end its input.
-        let (stop, serve) = connect(server, &session, SessionStart::Fresh(None));
+        let (stop, serve) = connect(server, &session, SessionStart::Fresh(None), NodeTag::LOCAL);
         if let Err(error) = self.admit(&session, config, limit, full) {
             // Its connection holds it (through `events`): let go of both.
             session.finish_all();
@@ -199,7 +199,7 @@ impl Sessions {
         } else {
             SessionStart::Restored { name, record }
         };
-        let (stop, serve) = connect(server, &session, start);
+        let (stop, serve) = connect(server, &session, start, shared.bus.node());
         map.insert(record.id.clone(), Arc::clone(&session));
         drop(map);
         self.run(Arc::clone(&session), stop, serve, config);
@@ -325,17 +325,19 @@ fn limits(config: &HttpConfig) -> Limits {
 
 /// Connects `session` to a new server connection started as `start`; returns what stops it
 /// and the future that serves it.
+/// Its requests to the client take ids carrying `node`.
 fn connect(
     server: &Server,
     session: &Arc<HttpSession>,
     start: SessionStart<'_>,
+    node: NodeTag,
 ) -> (CancellationToken, impl Future<Output = ()> + Send + 'static) {
     let writer = Arc::new(SessionWriter {
         session: Arc::downgrade(session),
     });
     let stop = session.kill.clone();
     let events: Arc<dyn SessionEvents> = session.clone();
-    let (inlet, sync, serve) = server.open_session(writer, stop.clone(), events, start);
+    let (inlet, sync, serve) = server.open_session(writer, stop.clone(), events, start, node);
     session.connect(inlet);
     if let Some(durable) = &session.durable {
         durable.set_sync(sync);

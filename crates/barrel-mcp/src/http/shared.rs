@@ -8,13 +8,16 @@
 //! - `session-ended:<id>`: the session was deleted (DELETE); every node drops its copy;
 //! - `session-changed:<id>`: its stored state changed (initialized, level, subscriptions);
 //!   every node holding a copy loads the record and takes its state;
+//! - `session-deliver:<id>\n<message>`: a client's message for the node running its request
+//!   (`forward.rs`);
 //! - a [`Delivery::Gap`] (messages may have been lost): every copy is checked against the
 //!   store.
 //!
 //! They travel on [`Topic::Registry`], the topic of what concerns the whole service (its
-//! documentation names "a session ended"), each body led by `session-`, so other news on that
-//! topic is told apart and ignored here. The bus is lossy: a copy whose record is gone is also
-//! noticed at its next touch of the store, and the request that notices it gets 404.
+//! documentation names "a session ended"), each body led by `session-`; the same task hands
+//! registry changes (`registry-…`, `relay.rs`) to the server. The bus is lossy: a copy whose
+//! record is gone is also noticed at its next touch of the store, and the request that notices
+//! it gets 404.
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,11 +25,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::StreamExt as _;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::State;
 use super::sessions::Sessions;
+use super::{State, forward, relay};
+use crate::server::Server;
 use crate::store::{Bus, Delivery, SessionStore, Subscription, Topic};
 
 /// Where the sessions of a replicated service live: set
@@ -50,8 +55,12 @@ use crate::store::{Bus, Delivery, SessionStore, Subscription, Topic};
 /// Give every node the same configuration (the same tools, and the same idle timeout: each
 /// touch sets the session's life in the store to the toucher's timeout).
 ///
-/// Not shared yet: a server-to-client request (sampling, elicitation, roots) is answered on
-/// the node that asked; a GET stream and its replay stay on the node that serves it.
+/// A server-to-client request (sampling, elicitation, roots) may be answered on any node: its
+/// id names the node that asked, and the answer (or progress) is sent on to that node's inbox
+/// on the bus. A client's `notifications/cancelled` reaches every node holding the session.
+/// One bus serves one endpoint (the endpoint takes the bus's inbox).
+///
+/// Not shared yet: a GET stream and its replay stay on the node that serves it.
 #[derive(Clone)]
 pub struct SharedSessions {
     /// Where sessions live.
@@ -82,6 +91,22 @@ impl SharedSessions {
     }
 }
 
+#[cfg(feature = "redis")]
+impl SharedSessions {
+    /// Sessions in Redis, under the default limits: a
+    /// [`RedisSessionStore`](crate::store::RedisSessionStore) and a
+    /// [`RedisBus`](crate::store::RedisBus) (joined with `bus`) on the one connection `redis`,
+    /// under its key prefix. Fails as [`RedisBus::start`](crate::store::RedisBus::start) does.
+    pub async fn redis(
+        redis: crate::store::redis::Redis,
+        bus: crate::store::BusOptions,
+    ) -> Result<Self, crate::store::StoreError> {
+        let joined = crate::store::RedisBus::start(redis.clone(), bus).await?;
+        let store = crate::store::RedisSessionStore::new(redis);
+        Ok(Self::new(Arc::new(store), Arc::new(joined)))
+    }
+}
+
 impl fmt::Debug for SharedSessions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedSessions")
@@ -99,18 +124,25 @@ pub(crate) enum News<'a> {
     Ended(&'a str),
     /// Its stored state changed.
     Changed(&'a str),
+    /// A message the client sent into the session (its JSON text) belongs to a node other
+    /// than the one it reached (see `forward.rs`): published to all, or sent to one inbox.
+    Deliver { session: &'a str, message: &'a str },
 }
 
 const ENDED: &str = "session-ended:";
 const CHANGED: &str = "session-changed:";
+const DELIVER: &str = "session-deliver:";
 
 impl<'a> News<'a> {
     pub(crate) fn encode(self) -> Bytes {
-        let (head, id) = match self {
-            Self::Ended(id) => (ENDED, id),
-            Self::Changed(id) => (CHANGED, id),
-        };
-        Bytes::from([head, id].concat())
+        match self {
+            Self::Ended(id) => Bytes::from([ENDED, id].concat()),
+            Self::Changed(id) => Bytes::from([CHANGED, id].concat()),
+            // A session id never holds a line break (see `is_session_id`).
+            Self::Deliver { session, message } => {
+                Bytes::from([DELIVER, session, "\n", message].concat())
+            }
+        }
     }
 
     /// The news `body` carries; `None` for anything else (other news on the topic).
@@ -118,8 +150,11 @@ impl<'a> News<'a> {
         let text = std::str::from_utf8(body).ok()?;
         if let Some(id) = text.strip_prefix(ENDED) {
             Some(Self::Ended(id))
+        } else if let Some(id) = text.strip_prefix(CHANGED) {
+            Some(Self::Changed(id))
         } else {
-            text.strip_prefix(CHANGED).map(Self::Changed)
+            let (session, message) = text.strip_prefix(DELIVER)?.split_once('\n')?;
+            Some(Self::Deliver { session, message })
         }
     }
 
@@ -130,6 +165,9 @@ impl<'a> News<'a> {
         }
     }
 }
+
+/// How many copies a node reloads at once after a gap.
+const GAP_REFRESHES: usize = 16;
 
 /// How long after a failed subscription a request tries again.
 const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
@@ -151,8 +189,19 @@ pub(crate) async fn listen(state: &Arc<State>, shared: &SharedSessions) {
         Ok(subscription) => {
             *failed = None;
             sessions.listening.store(true, Ordering::Release);
-            let follow = follow(subscription, Arc::clone(sessions), state.shutdown.clone());
+            let follow = follow(
+                subscription,
+                Arc::clone(sessions),
+                state.server.clone(),
+                state.shutdown.clone(),
+            );
             sessions.tasks.spawn(follow);
+            relay::start(state, shared);
+            // The inbox is handed out once: the first subscription takes it for good.
+            if let Some(inbox) = shared.bus.inbox() {
+                let read = forward::read_inbox(inbox, Arc::clone(sessions), state.shutdown.clone());
+                sessions.tasks.spawn(read);
+            }
         }
         Err(error) => {
             *failed = Some(Instant::now());
@@ -164,8 +213,14 @@ pub(crate) async fn listen(state: &Arc<State>, shared: &SharedSessions) {
     }
 }
 
-/// Follows the news until the endpoint shuts down or the bus ends the subscription.
-async fn follow(mut subscription: Subscription, sessions: Arc<Sessions>, stop: CancellationToken) {
+/// Follows the news until the endpoint shuts down or the bus ends the subscription: of
+/// sessions, of registry changes (announced to `server`'s clients) and messages sent on.
+async fn follow(
+    mut subscription: Subscription,
+    sessions: Arc<Sessions>,
+    server: Server,
+    stop: CancellationToken,
+) {
     loop {
         let delivery = tokio::select! {
             () = stop.cancelled() => return,
@@ -179,13 +234,26 @@ async fn follow(mut subscription: Subscription, sessions: Arc<Sessions>, stop: C
                         session.refresh().await;
                     }
                 }
-                None => {}
+                Some(News::Deliver { session, message }) => {
+                    forward::receive(&sessions, session, message).await;
+                }
+                None => {
+                    if let Some(event) = relay::decode(&body) {
+                        server.emit_here(event);
+                    }
+                }
             },
             Some(Delivery::Gap) => {
-                tracing::debug!("news of sessions may have been lost; checking every copy");
-                for session in sessions.copies() {
-                    session.refresh().await;
+                tracing::debug!("news may have been lost: every list is announced changed");
+                for event in relay::after_gap() {
+                    server.emit_here(event);
                 }
+                let copies = futures_util::stream::iter(sessions.copies());
+                copies
+                    .for_each_concurrent(GAP_REFRESHES, |session| async move {
+                        session.refresh().await;
+                    })
+                    .await;
             }
             None => {
                 sessions.listening.store(false, Ordering::Release);
@@ -202,11 +270,16 @@ mod tests {
 
     #[test]
     fn news_round_trips_and_other_bodies_are_not_news() {
-        for news in [News::Ended("abc-_1"), News::Changed("x:y")] {
+        let deliver = News::Deliver {
+            session: "abc",
+            message: "{\"a\":\"b\\nc\"}\n",
+        };
+        for news in [News::Ended("abc-_1"), News::Changed("x:y"), deliver] {
             let body = news.encode();
             assert_eq!(News::decode(&body), Some(news));
         }
         assert_eq!(News::decode(b"tools changed"), None);
         assert_eq!(News::decode(&[0xff, 0xfe]), None);
+        assert_eq!(News::decode(b"session-deliver:no line break"), None);
     }
 }

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::inbound;
-use super::shared::{Outbound, Shared};
+use super::shared::{Outbound, RequestIds, Shared};
 use super::{Handler, Peer, PeerConfig};
 use crate::Error;
 use crate::transport::{Caller, Frame, Outgoing};
@@ -69,13 +69,16 @@ impl Inlet {
 
 /// Opens a loop-less connection writing to `writer`. Returns its inlet and the future that
 /// must run to its end (it ends when the connection does; [`Handler::on_close`] runs then).
+/// Its outbound requests take `ids`.
 pub(crate) fn open(
     handler: Arc<dyn Handler>,
     config: PeerConfig,
     writer: Arc<dyn DirectWriter>,
+    ids: RequestIds,
 ) -> (Inlet, impl Future<Output = ()> + Send + 'static) {
+    let outbound = Outbound::Direct(Arc::clone(&writer));
     let peer = Peer {
-        shared: Arc::new(Shared::new(config, Outbound::Direct(Arc::clone(&writer)))),
+        shared: Arc::new(Shared::with_ids(config, outbound, ids)),
         related: None,
     };
     let inlet = Inlet {
@@ -186,7 +189,7 @@ mod tests {
             handler_grace: Duration::from_millis(50),
             ..PeerConfig::default()
         };
-        let (inlet, run) = open(handler, config, recorder.clone());
+        let (inlet, run) = open(handler, config, recorder.clone(), RequestIds::ALL);
         (inlet, recorder, release, tokio::spawn(run))
     }
 

@@ -45,6 +45,11 @@ pub(super) async fn request(
         return Err(Error::Closed);
     }
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    if id > shared.last_id {
+        return Err(Error::Protocol(
+            "this connection has used every request id it may give".into(),
+        ));
+    }
     let has_token = progress.is_some() || reset_timeout_on_progress;
     let params = if has_token {
         Some(with_progress_token(params, id)?)

@@ -34,6 +34,8 @@ pub(super) struct Shared {
     pub(super) closed: CancellationToken,
     /// The next outbound request id.
     pub(super) next_id: AtomicI64,
+    /// The last outbound request id this connection may use (see [`RequestIds`]).
+    pub(super) last_id: i64,
     /// Outbound requests waiting for a response, by id (ids we allocate are integers).
     pub(super) pending: Mutex<HashMap<i64, Pending>>,
     /// Inbound requests whose handler is running, with the token `notifications/cancelled`
@@ -57,13 +59,52 @@ pub(super) struct Shared {
     pub(super) send_limit: Option<Duration>,
 }
 
+/// The ids a connection gives its outbound requests: from `first` to `last`, each once.
+#[cfg(feature = "http-server")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RequestIds {
+    first: i64,
+    last: i64,
+}
+
+#[cfg(feature = "http-server")]
+impl RequestIds {
+    /// Every positive id: a connection that shares nothing with other nodes.
+    pub(crate) const ALL: Self = Self {
+        first: 1,
+        last: i64::MAX,
+    };
+
+    /// The ids carrying `node` ([`NodeTag::request_id`](crate::store::NodeTag::request_id)),
+    /// so an answer that reaches another node of the service is sent on to this one; every id
+    /// for a node that shares nothing ([`NodeTag::LOCAL`](crate::store::NodeTag::LOCAL)).
+    pub(crate) fn of_node(node: crate::store::NodeTag) -> Self {
+        use crate::store::NodeTag;
+        match (node.request_id(1), node.request_id(NodeTag::MAX_REQUEST_N)) {
+            (Some(first), Some(last)) if node != NodeTag::LOCAL => Self { first, last },
+            _ => Self::ALL,
+        }
+    }
+}
+
 impl Shared {
+    /// The state of a connection giving its requests `ids`.
+    #[cfg(feature = "http-server")]
+    pub(super) fn with_ids(config: PeerConfig, outbound: Outbound, ids: RequestIds) -> Self {
+        Self {
+            next_id: AtomicI64::new(ids.first),
+            last_id: ids.last,
+            ..Self::new(config, outbound)
+        }
+    }
+
     pub(super) fn new(config: PeerConfig, outbound: Outbound) -> Self {
         Self {
             config,
             outbound,
             closed: CancellationToken::new(),
             next_id: AtomicI64::new(1),
+            last_id: i64::MAX,
             pending: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             handlers: Handlers::default(),

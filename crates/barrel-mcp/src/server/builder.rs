@@ -539,6 +539,7 @@ impl ServerBuilder {
                 })),
                 config: self.config,
                 sessions: std::sync::Mutex::default(),
+                relay: std::sync::OnceLock::new(),
             }),
         })
     }

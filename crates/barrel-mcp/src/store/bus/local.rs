@@ -3,7 +3,7 @@
 //! A hub is a set of in-process nodes; each [`LocalBus`] is one of them. A server alone is
 //! [`LocalBus::new`]: a hub of one node, tag 0, whose publications reach nobody (it delivers
 //! locally itself) and whose subscriptions only ever see gaps of their own making. Tests join
-//! more nodes with [`LocalHub::join`] and get multi-node behaviour without Redis: publications
+//! nodes (tags from 1) with [`LocalHub::join`] and get multi-node behaviour without Redis: publications
 //! reach the other nodes' subscribers, `send` reaches another node's inbox, a dropped or
 //! stopped node is no longer alive.
 
@@ -73,27 +73,36 @@ impl LocalHub {
             hub: Arc::new(Hub {
                 options,
                 state: Mutex::new(HubState {
-                    next: 0,
+                    next: 1,
                     nodes: HashMap::new(),
                 }),
             }),
         }
     }
 
-    /// A new node: the first gets tag 0 ([`NodeTag::LOCAL`]), each next one the next tag not
-    /// in use.
+    /// A new node: the first gets tag 1, each next one the next tag not in use (never 0,
+    /// [`NodeTag::LOCAL`], the tag of a process that shares nothing: ids carrying it name no
+    /// node).
     pub fn join(&self) -> LocalBus {
+        self.join_as(None)
+    }
+
+    /// A new node tagged `tag`, or the next free tag.
+    fn join_as(&self, tag: Option<NodeTag>) -> LocalBus {
         let options = &self.hub.options;
         let (inbox_tx, inbox_rx) = mpsc::channel(options.inbox_capacity.max(1));
         let fanout = Fanout::new(options.subscription_capacity, None);
         let mut state = self.hub.lock();
-        // Among `nodes.len() + 1` tags in a row one is free: this ends.
-        let tag = loop {
-            let candidate = NodeTag::new(state.next & NodeTag::MAX).unwrap_or_default();
-            state.next = state.next.wrapping_add(1);
-            if !state.nodes.contains_key(&candidate) {
-                break candidate;
-            }
+        // Among `nodes.len() + 2` tags in a row one is free and not 0: this ends.
+        let tag = match tag {
+            Some(tag) => tag,
+            None => loop {
+                let candidate = NodeTag::new(state.next & NodeTag::MAX).unwrap_or_default();
+                state.next = state.next.wrapping_add(1);
+                if candidate != NodeTag::LOCAL && !state.nodes.contains_key(&candidate) {
+                    break candidate;
+                }
+            },
         };
         let node = Arc::new(Node {
             tag,
@@ -145,7 +154,7 @@ impl Default for LocalBus {
 impl LocalBus {
     /// The bus of a process that shares nothing: a new hub with this one node, tag 0.
     pub fn new() -> Self {
-        LocalHub::new().join()
+        LocalHub::new().join_as(Some(NodeTag::LOCAL))
     }
 
     /// The hub it belongs to, to join more nodes.

@@ -5,7 +5,8 @@
 //! In process: a [`MemorySessionStore`] (wrapped in [`TestStore`], which can fail on demand and
 //! counts touches) and two nodes of a [`LocalHub`]. `state.rs`: the session and its state
 //! carried across nodes; `lifetimes.rs`: deletion, expiry, store failures, principals, caps and
-//! concurrent restores. With feature `redis`, `redis.rs` runs the continuation over
+//! concurrent restores; `asks.rs`: a server-to-client request answered on the other node, and a
+//! cancellation sent to the other node. With feature `redis`, `redis.rs` runs the continuation over
 //! `RedisSessionStore` and `RedisBus`.
 
 use std::sync::Arc;
@@ -23,7 +24,9 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::{Client, Response, SseReader, TestServer, initialize, session_id};
+use crate::server::fixture::Probe;
 
+mod asks;
 mod lifetimes;
 #[cfg(feature = "redis")]
 mod redis;
@@ -102,6 +105,9 @@ pub(crate) struct Nodes {
     pub(crate) b: TestServer,
     pub(crate) a_server: Server,
     pub(crate) b_server: Server,
+    /// What the fixture's tools saw on each node.
+    pub(crate) a_probe: Arc<Probe>,
+    pub(crate) b_probe: Arc<Probe>,
 }
 
 impl Nodes {
@@ -122,8 +128,8 @@ impl Nodes {
             tweak(node, &mut config);
             config
         };
-        let (a_server, _) = crate::server::fixture::server();
-        let (b_server, _) = crate::server::fixture::server();
+        let (a_server, a_probe) = crate::server::fixture::server();
+        let (b_server, b_probe) = crate::server::fixture::server();
         let a = TestServer::start_with(a_server.clone(), config('a', store_a, bus_a)).await;
         let b = TestServer::start_with(b_server.clone(), config('b', store_b, bus_b)).await;
         Self {
@@ -131,6 +137,8 @@ impl Nodes {
             b,
             a_server,
             b_server,
+            a_probe,
+            b_probe,
         }
     }
 

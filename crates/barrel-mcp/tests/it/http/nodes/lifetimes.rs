@@ -1,7 +1,8 @@
 //! How long a shared session lives where: DELETE on one node ends it on every node, a copy
 //! whose record is gone is 404, an idle copy is dropped while the session lives on, a store
-//! that fails is 503 and never 404, another principal is 404, concurrent first requests build
-//! one replica, and the store's caps count every node.
+//! that fails is 503 and never 404 (and a change made meanwhile is stored once it is back),
+//! another principal is 404, concurrent first requests build one replica, and the store's caps
+//! count every node.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -254,4 +255,35 @@ async fn without_shared_sessions_nothing_is_asked_of_a_store() {
     );
     assert_eq!(post_json(&on_a, &ping, &[]).await.status(), StatusCode::OK);
     assert!(HttpConfig::default().shared_sessions.is_none());
+}
+
+#[tokio::test]
+async fn a_change_made_while_the_store_is_down_is_stored_once_it_is_back() {
+    let store = Arc::new(TestStore::default());
+    let nodes = Nodes::local(store.clone(), |_, _| {}).await;
+    let mut on_a = nodes.a.client();
+    open(&mut on_a, &[]).await;
+    let id = on_a.session.clone().expect("session");
+    // A holds the session: the client's `initialized` is taken while the store is down.
+    store.failing(true);
+    assert_eq!(
+        on_a.post(&initialized()).await.status(),
+        StatusCode::ACCEPTED
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    store.failing(false);
+    // Written once the store answers again, so B serves the session as initialized.
+    eventually("initialized is stored after the outage", || async {
+        store
+            .inner
+            .load(&id)
+            .await
+            .unwrap()
+            .is_some_and(|record| record.initialized)
+    })
+    .await;
+    let on_b = nodes.on_b(&on_a);
+    let answer = body_json(post_json(&on_b, &echo(2, "after the outage"), &[]).await).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "after the outage");
+    nodes.stop().await;
 }

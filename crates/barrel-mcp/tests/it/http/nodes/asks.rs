@@ -1,0 +1,186 @@
+//! What crosses nodes for one client: the answer to a server-to-client request made on A,
+//! POSTed to B, reaches the handler waiting on A; a cancellation POSTed to B stops the request
+//! running on A; a server request made on B takes ids of B's own; and registry changes
+//! announced on A reach the client's GET stream on B.
+
+use std::sync::Arc;
+
+use barrel_mcp::store::NodeTag;
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{Nodes, TestStore, eventually, initialized, open};
+use crate::http::{Client, SseReader};
+use crate::support::within;
+
+/// A session opened on A and initialized (on A), and the same session seen from B.
+async fn opened(nodes: &Nodes) -> (Client, Client) {
+    let mut on_a = nodes.a.client();
+    open(&mut on_a, &[]).await;
+    assert_eq!(
+        on_a.post(&initialized()).await.status(),
+        StatusCode::ACCEPTED
+    );
+    let on_b = nodes.on_b(&on_a);
+    (on_a, on_b)
+}
+
+fn call(id: i64, tool: &str) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}})
+}
+
+fn sampled(id: &Value, text: &str) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"result":{
+        "role":"assistant","content":{"type":"text","text":text},"model":"test-model"}})
+}
+
+/// The node a server-to-client request id names.
+fn node_of(id: &Value) -> Option<NodeTag> {
+    id.as_i64().and_then(NodeTag::of_request_id)
+}
+
+#[tokio::test]
+async fn a_sampling_request_made_on_a_is_answered_on_b() {
+    let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
+    let (on_a, on_b) = opened(&nodes).await;
+
+    let mut stream = SseReader::new(on_a.post(&call(2, "summarize")).await);
+    let ask = within(stream.next_message()).await;
+    assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    let asker = node_of(&ask["id"]).expect("a tagged id");
+    assert_ne!(
+        asker,
+        NodeTag::LOCAL,
+        "a shared session's ids name their node"
+    );
+
+    // The answer goes to B, which sends it on to A.
+    let answer = on_b.post(&sampled(&ask["id"], "forwarded")).await;
+    assert_eq!(answer.status(), StatusCode::ACCEPTED);
+    let result = within(stream.next_message()).await;
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(
+        result["result"]["content"][0]["text"], "Summary: forwarded",
+        "{result}"
+    );
+
+    // The same the other way round: B's requests carry B's tag, answered on A.
+    let mut stream = SseReader::new(on_b.post(&call(3, "summarize")).await);
+    let ask = within(stream.next_message()).await;
+    let other = node_of(&ask["id"]).expect("a tagged id");
+    assert_ne!(other, asker, "each node its own ids");
+    assert_eq!(
+        on_a.post(&sampled(&ask["id"], "back")).await.status(),
+        StatusCode::ACCEPTED
+    );
+    let result = within(stream.next_message()).await;
+    assert_eq!(result["result"]["content"][0]["text"], "Summary: back");
+    nodes.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_for_a_node_that_is_gone_is_accepted_and_dropped() {
+    let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
+    let (_on_a, on_b) = opened(&nodes).await;
+    // No node carries this tag: B accepts the answer (the client can do nothing better) and
+    // serves the session on.
+    let nobody = NodeTag::new(NodeTag::MAX)
+        .and_then(|tag| tag.request_id(1))
+        .expect("a tagged id");
+    let answer = on_b.post(&sampled(&json!(nobody), "lost")).await;
+    assert_eq!(answer.status(), StatusCode::ACCEPTED);
+    let ping = on_b.call_json(9, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    nodes.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancellation_sent_to_b_stops_the_request_running_on_a() {
+    let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
+    let (on_a, on_b) = opened(&nodes).await;
+    // The response's headers come once the request was handed to A's connection.
+    let running = on_a.post(&call(7, "slow")).await;
+    assert_eq!(running.status(), StatusCode::OK);
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":7,"reason":"changed my mind"}});
+    assert_eq!(on_b.post(&cancel).await.status(), StatusCode::ACCEPTED);
+    eventually("A's tool sees the cancellation", || async {
+        nodes.a_probe.saw_cancel()
+    })
+    .await;
+    assert!(!nodes.b_probe.saw_cancel());
+    // The cancelled request is never answered: its stream ends without a response.
+    let mut stream = SseReader::new(running);
+    while let Some(event) = stream.next_event().await {
+        assert!(!event.data.contains("\"id\":7"), "answered: {}", event.data);
+    }
+    nodes.stop().await;
+}
+
+/// Calls `announce` until a message arrives on `stream` (the other node may take a moment to
+/// learn the client initialized), for at most 5 s.
+async fn announced(stream: &mut SseReader, announce: impl Fn()) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        announce();
+        let next =
+            tokio::time::timeout(std::time::Duration::from_millis(150), stream.next_message());
+        if let Ok(message) = next.await {
+            return message;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never reached the other node"
+        );
+    }
+}
+
+#[tokio::test]
+async fn changes_announced_on_a_reach_the_clients_of_b() {
+    let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
+    let (_on_a, on_b) = opened(&nodes).await;
+    let subscribe = json!({"jsonrpc":"2.0","id":2,"method":"resources/subscribe",
+        "params":{"uri":"test://readme"}});
+    let subscribed = on_b.post(&subscribe).await;
+    assert_eq!(subscribed.status(), StatusCode::OK);
+    let get = on_b
+        .send(http::Method::GET, &[("accept", "text/event-stream")], None)
+        .await;
+    assert_eq!(get.status(), StatusCode::OK);
+    let mut stream = SseReader::new(get);
+
+    let listed = announced(&mut stream, || nodes.a_server.tools_list_changed()).await;
+    assert_eq!(listed["method"], "notifications/tools/list_changed");
+    let updated = announced(&mut stream, || {
+        nodes.a_server.notify_resource_updated("test://readme");
+    })
+    .await;
+    // Calls made before B took the subscription may have sent more list changes: skip them.
+    let mut updated = updated;
+    while updated["method"] == "notifications/tools/list_changed" {
+        updated = within(stream.next_message()).await;
+    }
+    assert_eq!(
+        updated["method"], "notifications/resources/updated",
+        "{updated}"
+    );
+    assert_eq!(updated["params"]["uri"], "test://readme");
+    // An update of a resource B's client did not subscribe to is not sent.
+    nodes.a_server.notify_resource_updated("test://other");
+    nodes.a_server.prompts_list_changed();
+    // (Repeats of the announcements above may still arrive first.)
+    let next = loop {
+        let next = within(stream.next_message()).await;
+        let repeat = next["method"] == "notifications/tools/list_changed"
+            || (next["method"] == "notifications/resources/updated"
+                && next["params"]["uri"] == "test://readme");
+        if !repeat {
+            break next;
+        }
+    };
+    assert_eq!(
+        next["method"], "notifications/prompts/list_changed",
+        "{next}"
+    );
+    nodes.stop().await;
+}
