@@ -37,10 +37,8 @@ impl std::fmt::Debug for Shared {
 /// timeouts), then an error naming the URL without its password. An invalid URL fails at once.
 #[cfg(feature = "redis")]
 pub(crate) async fn connect(url: &str, prefix: &str, name: &str) -> anyhow::Result<Shared> {
-    use std::sync::Arc;
-
     use barrel_mcp::store::redis::{Redis, RedisOptions};
-    use barrel_mcp::store::{BusOptions, RedisBus, RedisSessionStore, StoreError};
+    use barrel_mcp::store::{BusOptions, StoreError};
 
     let shown = redact(url);
     let options = RedisOptions {
@@ -73,21 +71,14 @@ pub(crate) async fn connect(url: &str, prefix: &str, name: &str) -> anyhow::Resu
         pause = (pause * 2).min(MAX_PAUSE);
     };
     let limits = barrel_mcp::server::ServerConfig::default().task_limits;
-    let tasks = barrel_mcp::task::RedisTaskStore::with_manager(redis.commands(), limits)
-        .with_prefix(prefix);
-    let bus = RedisBus::start(
-        redis.clone(),
-        BusOptions {
-            name: name.to_owned(),
-            ..BusOptions::default()
-        },
-    )
-    .await
-    .map_err(|error| anyhow::anyhow!("joining the nodes on {shown}: {error}"))?;
-    let sessions = barrel_mcp::http::SharedSessions::new(
-        Arc::new(RedisSessionStore::new(redis)),
-        Arc::new(bus),
-    );
+    let tasks = barrel_mcp::task::RedisTaskStore::on(&redis, limits);
+    let bus = BusOptions {
+        name: name.to_owned(),
+        ..BusOptions::default()
+    };
+    let sessions = barrel_mcp::http::SharedSessions::redis(redis, bus)
+        .await
+        .map_err(|error| anyhow::anyhow!("joining the nodes on {shown}: {error}"))?;
     Ok(Shared { tasks, sessions })
 }
 

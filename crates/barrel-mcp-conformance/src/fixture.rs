@@ -19,7 +19,7 @@ mod tasks;
 
 use std::time::Duration;
 
-use barrel_mcp::server::{Completer, Ctx, ResourceRequest, Server, ToolHandler};
+use barrel_mcp::server::{Completer, Ctx, ResourceRequest, Server, ServerBuilder, ToolHandler};
 use barrel_mcp::types::{
     CallToolResult, ContentBlock, CreateMessageParams, ElicitRequestParams, ElicitResult,
     GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument, PromptMessage, Resource,
@@ -64,6 +64,12 @@ struct ElicitationArgs {
 
 /// Builds the conformance fixture server.
 pub fn server() -> barrel_mcp::Result<Server> {
+    builder().build()
+}
+
+/// The fixture server's builder, for a caller that adds to it (a task store, keys) before
+/// building.
+pub fn builder() -> ServerBuilder {
     let builder =
         Server::builder().name("barrel-mcp-conformance-server", env!("CARGO_PKG_VERSION"));
     let builder = content::content_tools(builder);
@@ -72,8 +78,7 @@ pub fn server() -> barrel_mcp::Result<Server> {
     let builder = tasks::task_tools(builder);
     let builder = catalog::resources(builder);
     let builder = catalog::prompts(builder);
-    let builder = skills::skills(builder);
-    builder.build()
+    skills::skills(builder)
 }
 
 /// Starts what the fixture does on its own: the dynamic tool, resource and prompt appear after

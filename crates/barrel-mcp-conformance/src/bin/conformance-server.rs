@@ -1,9 +1,19 @@
 //! `conformance-server`: the conformance fixture over Streamable HTTP on
 //! `http://127.0.0.1:$PORT/mcp` (`PORT` from the environment, default 3000). Stops on Ctrl-C or
 //! SIGTERM, gracefully.
+//!
+//! One node of several: with `REDIS_URL`, tasks and HTTP sessions are kept in that Redis
+//! (under `REDIS_PREFIX`, default `conformance`), so several servers given the same URL and
+//! prefix serve one service behind a round-robin proxy; `BARREL_MCP_REQUEST_STATE_KEYS` gives
+//! them the same `requestState` keys.
 
 use anyhow::Context as _;
 use barrel_mcp::http::{HttpConfig, StreamableHttp};
+use barrel_mcp::server::ServerConfig;
+use barrel_mcp::server::request_state::KeyRing;
+use barrel_mcp::store::BusOptions;
+use barrel_mcp::store::redis::{Redis, RedisOptions};
+use barrel_mcp::task::RedisTaskStore;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -20,12 +30,36 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("PORT={port:?} is not a port number"))?,
         Err(_) => 3000,
     };
-    let server = barrel_mcp_conformance::fixture::server().context("building the fixture")?;
+    let mut builder = barrel_mcp_conformance::fixture::builder();
+    if let Some(ring) = KeyRing::from_env().context(KeyRing::ENV_VAR)? {
+        builder = builder.request_state_keys(ring);
+    }
+    let mut config = HttpConfig::default();
+    if let Ok(url) = std::env::var("REDIS_URL") {
+        let options = RedisOptions {
+            prefix: std::env::var("REDIS_PREFIX").unwrap_or_else(|_| "conformance".into()),
+            ..RedisOptions::default()
+        };
+        let redis = Redis::connect(&url, options)
+            .await
+            .context("connecting to REDIS_URL")?;
+        let limits = ServerConfig::default().task_limits;
+        builder = builder.task_store(RedisTaskStore::on(&redis, limits));
+        let bus = BusOptions {
+            name: format!("conformance-{port}"),
+            ..BusOptions::default()
+        };
+        let shared = barrel_mcp::http::SharedSessions::redis(redis, bus)
+            .await
+            .context("joining the nodes")?;
+        config.shared_sessions = Some(shared);
+    }
+    let server = builder.build().context("building the fixture")?;
     barrel_mcp_conformance::fixture::spawn_background(&server);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .with_context(|| format!("binding 127.0.0.1:{port}"))?;
-    let http = StreamableHttp::new(server, HttpConfig::default());
+    let http = StreamableHttp::new(server, config);
     eprintln!("conformance-server: serving http://127.0.0.1:{port}/mcp");
     barrel_mcp::http::serve(listener, http, shutdown_signal())
         .await

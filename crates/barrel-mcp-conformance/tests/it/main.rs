@@ -1,6 +1,8 @@
 //! The conformance crate's tests, in one binary: the fixture; the OAuth client against the
-//! test authorization server and a protected barrel-mcp server; and the round-robin proxy.
+//! test authorization server and a protected barrel-mcp server; the round-robin proxy; and two
+//! nodes of one service behind it.
 
 mod fixture;
+mod nodes;
 mod oauth;
 mod rr_proxy;

@@ -4,7 +4,7 @@
 //! left); headers and status copied except hop-by-hop ones, `Host` kept; the body cap and
 //! timeout; a real barrel-mcp session through it; and the binary's command line.
 
-mod backend;
+pub(crate) mod backend;
 mod bounds;
 mod cli;
 mod headers;
@@ -16,7 +16,7 @@ mod streaming;
 use barrel_mcp_conformance::rr_proxy::{Config, LogTo, Proxy, Record};
 
 /// A proxy on a free loopback port in front of `backends`, logging to memory.
-async fn proxy(backends: &[String]) -> Proxy {
+pub(crate) async fn proxy(backends: &[String]) -> Proxy {
     proxy_with(backends, |_| {}).await
 }
 

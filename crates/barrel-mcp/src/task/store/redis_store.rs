@@ -110,11 +110,17 @@ impl RedisTaskStore {
                     StoreRefusal::Unavailable(why)
                 }
             })?;
+        Ok(Self::on(&redis, limits).with_prefix(Self::DEFAULT_PREFIX))
+    }
+
+    /// A store on the connection `redis` (shared with the other stores of the node), under its
+    /// key prefix ([`RedisOptions::prefix`]).
+    pub fn on(redis: &crate::store::redis::Redis, limits: TaskLimits) -> Self {
         let info = redis.client().get_connection_info();
-        let mut store = Self::with_manager(redis.commands(), limits);
+        let mut store = Self::with_manager(redis.commands(), limits).with_prefix(redis.prefix());
         store.address = Some(info.addr().to_string());
         store.secret = info.redis_settings().password().map(str::to_owned);
-        Ok(store)
+        store
     }
 
     /// A store on a connection manager configured elsewhere (its timeouts are then yours to
