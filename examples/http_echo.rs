@@ -14,10 +14,17 @@
 //!
 //! With `ECHO_SESSIONLESS=1` the sessionful revisions are served without sessions
 //! (`HttpConfig::sessionless`): the benchmark's `sessionless64` case.
+//!
+//! With `ECHO_REDIS=<redis URL>` tasks and HTTP sessions are kept in that Redis (under the
+//! prefix `echo`), as one node of a service (`SharedSessions::redis`, `RedisTaskStore::on`):
+//! what `bench/redis-cost` measures.
 
 use barrel_mcp::auth::jose::{Algorithm, SigningKey};
 use barrel_mcp::auth::server::{AuthConfig, JwtBearer};
-use barrel_mcp::http::{HttpConfig, StreamableHttp};
+use barrel_mcp::http::{HttpConfig, SharedSessions, StreamableHttp};
+use barrel_mcp::store::BusOptions;
+use barrel_mcp::store::redis::{Redis, RedisOptions};
+use barrel_mcp::task::RedisTaskStore;
 use std::time::Duration;
 
 use barrel_mcp::server::{Ctx, Server, ServerConfig};
@@ -64,7 +71,25 @@ async fn main() -> barrel_mcp::Result<()> {
         default_ttl: Duration::from_secs(5),
         ..TaskLimits::default()
     };
-    let server = Server::builder()
+    let mut config = HttpConfig {
+        sessionless: std::env::var_os("ECHO_SESSIONLESS").is_some_and(|v| v == "1"),
+        ..HttpConfig::default()
+    };
+    let mut builder = Server::builder();
+    if let Ok(url) = std::env::var("ECHO_REDIS") {
+        let options = RedisOptions {
+            prefix: "echo".into(),
+            ..RedisOptions::default()
+        };
+        let unavailable = |e: barrel_mcp::store::StoreError| std::io::Error::other(e.to_string());
+        let redis = Redis::connect(&url, options).await.map_err(unavailable)?;
+        builder = builder.task_store(RedisTaskStore::on(&redis, task_limits.clone()));
+        let shared = SharedSessions::redis(redis, BusOptions::default())
+            .await
+            .map_err(unavailable)?;
+        config.shared_sessions = Some(shared);
+    }
+    let server = builder
         .name("http-echo", "0.1.0")
         .config(ServerConfig {
             task_limits,
@@ -87,10 +112,6 @@ async fn main() -> barrel_mcp::Result<()> {
             |_: Ctx, args: EchoArgs| async move { Ok(args.message) },
         )
         .build()?;
-    let mut config = HttpConfig {
-        sessionless: std::env::var_os("ECHO_SESSIONLESS").is_some_and(|v| v == "1"),
-        ..HttpConfig::default()
-    };
     if let Ok(secret) = std::env::var("ECHO_AUTH_HS256") {
         config.auth = Some(jwt_auth(&addr, secret.as_bytes())?);
     }
