@@ -13,6 +13,7 @@
 mod catalog;
 mod content;
 mod interaction;
+pub mod replicated;
 mod skills;
 mod stateless;
 mod tasks;
@@ -70,11 +71,17 @@ pub fn server() -> barrel_mcp::Result<Server> {
 /// The fixture server's builder, for a caller that adds to it (a task store, keys) before
 /// building.
 pub fn builder() -> ServerBuilder {
+    builder_on(None)
+}
+
+/// The fixture server's builder for one node of a service whose nodes share `bus`: its
+/// run-time changes are made on every node (see [`replicated::follow`]).
+pub fn builder_on(bus: Option<std::sync::Arc<dyn barrel_mcp::store::Bus>>) -> ServerBuilder {
     let builder =
         Server::builder().name("barrel-mcp-conformance-server", env!("CARGO_PKG_VERSION"));
     let builder = content::content_tools(builder);
     let builder = interaction::interaction_tools(builder);
-    let builder = stateless::stateless_tools(builder);
+    let builder = stateless::stateless_tools(builder, replicated::Peers::new(bus));
     let builder = tasks::task_tools(builder);
     let builder = catalog::resources(builder);
     let builder = catalog::prompts(builder);

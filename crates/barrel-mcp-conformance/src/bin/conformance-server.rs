@@ -5,7 +5,8 @@
 //! One node of several: with `REDIS_URL`, tasks and HTTP sessions are kept in that Redis
 //! (under `REDIS_PREFIX`, default `conformance`), so several servers given the same URL and
 //! prefix serve one service behind a round-robin proxy; `BARREL_MCP_REQUEST_STATE_KEYS` gives
-//! them the same `requestState` keys.
+//! them the same `requestState` keys, and the fixture's run-time changes (the triggered tool
+//! and prompt) are made on every node.
 
 use anyhow::Context as _;
 use barrel_mcp::http::{HttpConfig, StreamableHttp};
@@ -14,6 +15,7 @@ use barrel_mcp::server::request_state::KeyRing;
 use barrel_mcp::store::BusOptions;
 use barrel_mcp::store::redis::{Redis, RedisOptions};
 use barrel_mcp::task::RedisTaskStore;
+use barrel_mcp_conformance::fixture;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -30,11 +32,8 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("PORT={port:?} is not a port number"))?,
         Err(_) => 3000,
     };
-    let mut builder = barrel_mcp_conformance::fixture::builder();
-    if let Some(ring) = KeyRing::from_env().context(KeyRing::ENV_VAR)? {
-        builder = builder.request_state_keys(ring);
-    }
     let mut config = HttpConfig::default();
+    let mut tasks = None;
     if let Ok(url) = std::env::var("REDIS_URL") {
         let options = RedisOptions {
             prefix: std::env::var("REDIS_PREFIX").unwrap_or_else(|_| "conformance".into()),
@@ -44,7 +43,7 @@ async fn main() -> anyhow::Result<()> {
             .await
             .context("connecting to REDIS_URL")?;
         let limits = ServerConfig::default().task_limits;
-        builder = builder.task_store(RedisTaskStore::on(&redis, limits));
+        tasks = Some(RedisTaskStore::on(&redis, limits));
         let bus = BusOptions {
             name: format!("conformance-{port}"),
             ..BusOptions::default()
@@ -54,8 +53,24 @@ async fn main() -> anyhow::Result<()> {
             .context("joining the nodes")?;
         config.shared_sessions = Some(shared);
     }
+    let bus = config
+        .shared_sessions
+        .as_ref()
+        .map(|shared| shared.bus.clone());
+    let mut builder = fixture::builder_on(bus.clone());
+    if let Some(ring) = KeyRing::from_env().context(KeyRing::ENV_VAR)? {
+        builder = builder.request_state_keys(ring);
+    }
+    if let Some(tasks) = tasks {
+        builder = builder.task_store(tasks);
+    }
     let server = builder.build().context("building the fixture")?;
-    barrel_mcp_conformance::fixture::spawn_background(&server);
+    if let Some(bus) = bus {
+        fixture::replicated::follow(server.clone(), bus)
+            .await
+            .context("following the other nodes")?;
+    }
+    fixture::spawn_background(&server);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .with_context(|| format!("binding 127.0.0.1:{port}"))?;

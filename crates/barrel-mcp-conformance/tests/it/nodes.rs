@@ -2,19 +2,21 @@
 //! client: their sessions in one `MemorySessionStore`, their news on one in-process
 //! `LocalHub` (what Redis gives separate processes). A sampling request made on one node is
 //! answered through the other; a client whose session the store lost (a Redis restarted
-//! without its data) initializes again, once, and goes on.
+//! without its data) initializes again, once, and goes on; the tool a trigger adds on one node
+//! is listed by both.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use barrel_mcp::client::{Client, ClientHandler, HandlerContext};
 use barrel_mcp::http::{HttpConfig, SharedSessions, StreamableHttp};
-use barrel_mcp::store::{LocalHub, MemorySessionStore, NodeTag, SessionStore};
+use barrel_mcp::store::{Bus, LocalHub, MemorySessionStore, NodeTag, SessionStore};
 use barrel_mcp::transport::http_client::HttpClientTransport;
 use barrel_mcp::types::{
     CallToolParams, ClientCapabilities, CreateMessageParams, CreateMessageResult, ErrorObject,
     ProtocolVersion, SamplingCapability,
 };
+use barrel_mcp_conformance::fixture;
 use barrel_mcp_conformance::rr_proxy::{Proxy, Record};
 
 use crate::rr_proxy::backend::within;
@@ -50,12 +52,18 @@ async fn service(store: Arc<MemorySessionStore>, idle: Duration) -> Proxy {
             .await
             .expect("bind");
         backends.push(format!("http://{}", listener.local_addr().expect("addr")));
+        let bus: Arc<dyn Bus> = Arc::new(hub.join());
         let config = HttpConfig {
-            shared_sessions: Some(SharedSessions::new(store.clone(), Arc::new(hub.join()))),
+            shared_sessions: Some(SharedSessions::new(store.clone(), bus.clone())),
             session_idle_timeout: idle,
             ..HttpConfig::default()
         };
-        let server = barrel_mcp_conformance::fixture::server().expect("the fixture");
+        let server = fixture::builder_on(Some(bus.clone()))
+            .build()
+            .expect("the fixture");
+        fixture::replicated::follow(server.clone(), bus)
+            .await
+            .expect("the hub listens");
         let http = StreamableHttp::new(server, config);
         tokio::spawn(async move {
             let _ = barrel_mcp::http::serve(listener, http, std::future::pending()).await;
@@ -160,6 +168,42 @@ async fn a_session_the_store_lost_is_initialized_again_once() {
             records.iter().any(|r| r.status == 404),
             "the lost session was 404: {records:#?}"
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tool_added_on_one_node_is_listed_by_both() {
+    within(async {
+        let proxy = service(Arc::new(MemorySessionStore::new()), Duration::from_secs(60)).await;
+        let client = connect(&proxy).await;
+        let trigger = CallToolParams::new("test_trigger_tool_change");
+        client.call_tool(trigger).await.expect("the trigger");
+        let listed = |tools: &[barrel_mcp::types::Tool]| {
+            tools.iter().any(|tool| tool.name == "test_triggered_tool")
+        };
+        // The other node applies it once the news arrives; then every listing has it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let mut in_a_row = 0;
+        while in_a_row < 4 {
+            let tools = client.list_all_tools().await.expect("tools/list");
+            if listed(&tools) {
+                in_a_row += 1;
+            } else {
+                in_a_row = 0;
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "never on both nodes"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let nodes: std::collections::BTreeSet<usize> = sorted(&proxy)
+            .iter()
+            .filter(|r| r.rpc_method.as_deref() == Some("tools/list"))
+            .filter_map(|r| r.backend)
+            .collect();
+        assert_eq!(nodes.len(), 2, "both nodes listed: {nodes:?}");
     })
     .await;
 }
