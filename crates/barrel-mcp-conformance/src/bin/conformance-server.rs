@@ -6,6 +6,12 @@
 //! (under `REDIS_PREFIX`, default `conformance`), so several servers given the same URL and
 //! prefix serve one service behind a round-robin proxy; `BARREL_MCP_REQUEST_STATE_KEYS` gives
 //! them the same `requestState` keys.
+//!
+//! Knobs for failure tests (milliseconds, optional): `TASK_LEASE_MS` sets the tasks' runner
+//! lease (`TaskLimits::lease`, default 10 s), so a killed node's tasks are failed sooner;
+//! `SESSION_IDLE_MS` sets `HttpConfig::session_idle_timeout` (the sessions' TTL in the store).
+
+use std::time::Duration;
 
 use anyhow::Context as _;
 use barrel_mcp::http::{HttpConfig, StreamableHttp};
@@ -34,7 +40,18 @@ async fn main() -> anyhow::Result<()> {
     if let Some(ring) = KeyRing::from_env().context(KeyRing::ENV_VAR)? {
         builder = builder.request_state_keys(ring);
     }
+    let mut limits = ServerConfig::default().task_limits;
+    if let Some(lease) = millis("TASK_LEASE_MS")? {
+        limits.lease = lease;
+    }
+    builder = builder.config(ServerConfig {
+        task_limits: limits.clone(),
+        ..ServerConfig::default()
+    });
     let mut config = HttpConfig::default();
+    if let Some(idle) = millis("SESSION_IDLE_MS")? {
+        config.session_idle_timeout = idle;
+    }
     if let Ok(url) = std::env::var("REDIS_URL") {
         let options = RedisOptions {
             prefix: std::env::var("REDIS_PREFIX").unwrap_or_else(|_| "conformance".into()),
@@ -43,7 +60,6 @@ async fn main() -> anyhow::Result<()> {
         let redis = Redis::connect(&url, options)
             .await
             .context("connecting to REDIS_URL")?;
-        let limits = ServerConfig::default().task_limits;
         builder = builder.task_store(RedisTaskStore::on(&redis, limits));
         let bus = BusOptions {
             name: format!("conformance-{port}"),
@@ -65,6 +81,19 @@ async fn main() -> anyhow::Result<()> {
         .await
         .context("serving Streamable HTTP")?;
     Ok(())
+}
+
+/// The environment variable `name` read as a number of milliseconds; `None` when unset.
+fn millis(name: &str) -> anyhow::Result<Option<Duration>> {
+    match std::env::var(name) {
+        Ok(ms) => {
+            let ms: u64 = ms
+                .parse()
+                .with_context(|| format!("{name}={ms:?} is not a number of milliseconds"))?;
+            Ok(Some(Duration::from_millis(ms)))
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
