@@ -146,6 +146,10 @@ async fn requests_while_redis_is_paused_are_answered() {
         let unavailable = records.iter().filter(|r| r.status == 503).count();
         eprintln!("{unavailable} requests were 503 in the pause");
         assert!(
+            unavailable > 0,
+            "the newcomer's initialize needs the store, which was paused: {records:#?}"
+        );
+        assert!(
             records
                 .iter()
                 .all(|r| r.status != 404 && r.status < 500 || r.status == 503),
