@@ -31,7 +31,7 @@ struct Tally {
 /// nothing to twice `scale`, so that the cancellation lands before the call is sent, while it
 /// runs, and after it was answered. True when the call was answered.
 async fn race(client: &Client, i: usize, scale: Duration, tally: &mut Tally) -> bool {
-    let (params, text) = if i % 2 == 0 {
+    let (params, text) = if i.is_multiple_of(2) {
         (simple(), SIMPLE_TEXT.to_owned())
     } else {
         (slow(0.003), "computed  in 0.003 s".to_owned())
