@@ -10,3 +10,4 @@ mod harness;
 mod killed;
 mod leftovers;
 mod redis;
+mod redis_server;

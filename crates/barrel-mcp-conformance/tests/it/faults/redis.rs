@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::harness::{Resp, SIMPLE_TEXT, Service, raw_status, simple, within};
+use super::harness::{SIMPLE_TEXT, Service, raw_status, simple, within};
+use super::redis_server::Resp;
 
 /// The session TTL for the restart tests: short, so that a node's copy asks the store at
 /// least every 250 ms (an eighth of it), yet far longer than a restart.
