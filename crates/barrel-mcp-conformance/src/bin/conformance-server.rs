@@ -7,6 +7,12 @@
 //! prefix serve one service behind a round-robin proxy; `BARREL_MCP_REQUEST_STATE_KEYS` gives
 //! them the same `requestState` keys, and the fixture's run-time changes (the triggered tool
 //! and prompt) are made on every node.
+//!
+//! Knobs for failure tests (milliseconds, optional): `TASK_LEASE_MS` sets the tasks' runner
+//! lease (`TaskLimits::lease`, default 10 s), so a killed node's tasks are failed sooner;
+//! `SESSION_IDLE_MS` sets `HttpConfig::session_idle_timeout` (the sessions' TTL in the store).
+
+use std::time::Duration;
 
 use anyhow::Context as _;
 use barrel_mcp::http::{HttpConfig, StreamableHttp};
@@ -32,7 +38,14 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("PORT={port:?} is not a port number"))?,
         Err(_) => 3000,
     };
+    let mut limits = ServerConfig::default().task_limits;
+    if let Some(lease) = millis("TASK_LEASE_MS")? {
+        limits.lease = lease;
+    }
     let mut config = HttpConfig::default();
+    if let Some(idle) = millis("SESSION_IDLE_MS")? {
+        config.session_idle_timeout = idle;
+    }
     let mut tasks = None;
     if let Ok(url) = std::env::var("REDIS_URL") {
         let options = RedisOptions {
@@ -42,8 +55,7 @@ async fn main() -> anyhow::Result<()> {
         let redis = Redis::connect(&url, options)
             .await
             .context("connecting to REDIS_URL")?;
-        let limits = ServerConfig::default().task_limits;
-        tasks = Some(RedisTaskStore::on(&redis, limits));
+        tasks = Some(RedisTaskStore::on(&redis, limits.clone()));
         let bus = BusOptions {
             name: format!("conformance-{port}"),
             ..BusOptions::default()
@@ -61,6 +73,10 @@ async fn main() -> anyhow::Result<()> {
     if let Some(ring) = KeyRing::from_env().context(KeyRing::ENV_VAR)? {
         builder = builder.request_state_keys(ring);
     }
+    builder = builder.config(ServerConfig {
+        task_limits: limits,
+        ..ServerConfig::default()
+    });
     if let Some(tasks) = tasks {
         builder = builder.task_store(tasks);
     }
@@ -80,6 +96,19 @@ async fn main() -> anyhow::Result<()> {
         .await
         .context("serving Streamable HTTP")?;
     Ok(())
+}
+
+/// The environment variable `name` read as a number of milliseconds; `None` when unset.
+fn millis(name: &str) -> anyhow::Result<Option<Duration>> {
+    match std::env::var(name) {
+        Ok(ms) => {
+            let ms: u64 = ms
+                .parse()
+                .with_context(|| format!("{name}={ms:?} is not a number of milliseconds"))?;
+            Ok(Some(Duration::from_millis(ms)))
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
