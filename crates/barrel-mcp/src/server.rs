@@ -534,10 +534,15 @@ impl Server {
     }
 
     fn emit(&self, event: ServerEvent) {
-        if let Some(relay) = self.inner.relay.get()
-            && relay.try_send(event.clone()).is_err()
-        {
-            tracing::warn!("too many changes waiting for the other nodes; one is not relayed");
+        if let Some(relay) = self.inner.relay.get() {
+            match relay.try_send(event.clone()) {
+                Ok(()) => {}
+                Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => tracing::warn!(
+                    "too many changes waiting for the other nodes; one is not relayed"
+                ),
+                // The endpoint that relayed them has shut down.
+                Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {}
+            }
         }
         self.emit_here(event);
     }

@@ -26,7 +26,7 @@ use tokio_util::task::TaskTracker;
 use super::session::HttpSession;
 use super::shared::{News, SharedSessions};
 use crate::server::SessionSync;
-use crate::store::{SessionChange, SessionRecord, Updated};
+use crate::store::{SessionChange, SessionRecord, StoreError, Updated};
 
 /// The first pause before a change the store refused is written again.
 const FIRST_RETRY: Duration = Duration::from_millis(100);
@@ -167,6 +167,12 @@ impl Durable {
         }
     }
 
+    /// True while changes wait to be written (the copy must not be dropped before).
+    pub(crate) fn pending(&self) -> bool {
+        let writes = self.writes();
+        writes.writing || !writes.queue.is_empty()
+    }
+
     /// True while this node's copy of the session is served.
     fn lives(&self) -> bool {
         self.session
@@ -219,7 +225,8 @@ impl Durable {
                     "a subscription is not stored: the session holds as many as the store \
                      allows"
                 ),
-                Err(error) if self.lives() => {
+                // An outage heals; a record the store cannot read does not.
+                Err(error @ StoreError::Unavailable(_)) if self.lives() => {
                     tracing::warn!(%error, "a change of a session could not be stored; trying again");
                     self.writes().queue.push_front(change);
                     // Not past the copy's end (shutdown waits for this task).

@@ -30,6 +30,11 @@ pub(crate) async fn handle(state: Arc<State>, request: http::Request<Body>) -> R
 }
 
 async fn route(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Response {
+    // A node sharing its sessions hears the others (and relays its changes) from its first
+    // request on, whatever the request's revision.
+    if let Some(shared) = &state.config.shared_sessions {
+        super::shared::listen(state, shared).await;
+    }
     let header_version = parts
         .headers
         .get(reply::PROTOCOL_VERSION)

@@ -69,6 +69,23 @@ fn target(message: &Message, here: NodeTag) -> Target {
     }
 }
 
+/// The error of a message that must reach another node while the bus cannot carry it.
+const BUS_UNAVAILABLE: &str = "the other nodes of the service cannot be reached";
+
+/// The longest request id (as JSON) a cancellation is told to the other nodes for.
+const MAX_CANCELLED_ID: usize = 256;
+
+/// The `notifications/cancelled` told to the other nodes for the client's request `id`: the id
+/// alone (the reason stays here); `None` for an id longer than [`MAX_CANCELLED_ID`].
+fn cancellation(id: &RequestId) -> Option<String> {
+    let message = Message::notification(
+        "notifications/cancelled",
+        Some(serde_json::json!({ "requestId": id })),
+    );
+    let text = message.to_json();
+    (text.len() <= MAX_CANCELLED_ID + 64).then_some(text)
+}
+
 /// The request id a `notifications/cancelled` names.
 fn cancelled_request(params: Option<&Value>) -> Option<RequestId> {
     let id = params?.get("requestId")?;
@@ -99,20 +116,24 @@ pub(crate) async fn deliver(
                 Ok(false) => tracing::debug!(%node, "an answer for a node that is gone; dropped"),
                 Err(error) => {
                     tracing::warn!(%error, "could not send an answer on to the node that asked");
-                    return replica::unavailable();
+                    return replica::unavailable_because(BUS_UNAVAILABLE);
                 }
             }
             reply::empty(StatusCode::ACCEPTED)
         }
         (Target::Running(id), Some(shared)) if !session.serves(&id) => {
-            let text = message.to_json();
+            // Only what the running node needs goes out, and only an id of a sensible size: a
+            // client cannot make every node read its whole body.
+            let Some(text) = cancellation(&id) else {
+                return reply::empty(StatusCode::ACCEPTED);
+            };
             let news = News::Deliver {
                 session: &session.id,
                 message: &text,
             };
             if let Err(error) = shared.bus.publish(&Topic::Registry, news.encode()).await {
                 tracing::warn!(%error, "could not tell the other nodes of a cancellation");
-                return replica::unavailable();
+                return replica::unavailable_because(BUS_UNAVAILABLE);
             }
             reply::empty(StatusCode::ACCEPTED)
         }
@@ -219,5 +240,16 @@ mod tests {
         assert_eq!(target(&malformed, tag(1)), Target::Here);
         let other = Message::notification("notifications/initialized", None);
         assert_eq!(target(&other, tag(1)), Target::Here);
+    }
+
+    #[test]
+    fn a_cancellation_told_to_other_nodes_is_the_id_alone_and_bounded() {
+        let told = super::cancellation(&RequestId::Number(7)).unwrap_or_default();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&told).unwrap_or_default(),
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}})
+        );
+        let long = RequestId::String("x".repeat(super::MAX_CANCELLED_ID + 100));
+        assert_eq!(super::cancellation(&long), None);
     }
 }

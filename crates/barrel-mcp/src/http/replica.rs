@@ -162,7 +162,12 @@ pub(crate) async fn delete(
             return unavailable();
         }
     };
-    News::Ended(id).publish(&*shared.bus).await;
+    // Told on a task of its own: the client need not wait for the other nodes to hear it.
+    let (bus, ended) = (Arc::clone(&shared.bus), id.to_owned());
+    state
+        .sessions
+        .tasks
+        .spawn(async move { News::Ended(&ended).publish(&*bus).await });
     // Whether or not a copy was found above: a request may have built one since, and this
     // node does not hear its own news.
     state.sessions.drop_copy(id);
@@ -183,10 +188,15 @@ fn is_session_id(id: &str) -> bool {
 
 /// 503 with `Retry-After: 2`: the store cannot answer now.
 pub(crate) fn unavailable() -> Response {
+    unavailable_because("session store unavailable")
+}
+
+/// 503 with `Retry-After: 2` and -32603 `why`: something shared cannot answer now.
+pub(crate) fn unavailable_because(why: &str) -> Response {
     let mut response = reply::error(
         StatusCode::SERVICE_UNAVAILABLE,
         None,
-        reply::rpc_error(-32603, "session store unavailable"),
+        reply::rpc_error(-32603, why),
     );
     response
         .headers_mut()

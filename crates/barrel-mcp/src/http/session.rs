@@ -170,9 +170,13 @@ impl HttpSession {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// True while somebody waits on the session: a reader attached to one of its streams, or a
-    /// POST waiting for its JSON answer.
+    /// True while somebody waits on the session: a reader attached to one of its streams, a
+    /// POST waiting for its JSON answer, or (shared) a change waiting to be stored.
     pub(crate) fn is_busy(&self) -> bool {
+        // A shared session's changes still on their way to the store.
+        if self.durable.as_ref().is_some_and(|d| d.pending()) {
+            return true;
+        }
         let routing = self.routing();
         routing.streams.iter().any(|(_, s)| s.has_live_reader())
             || routing

@@ -46,9 +46,6 @@ pub(crate) async fn post(
         return response;
     }
     let shared = state.config.shared_sessions.as_ref();
-    if let Some(shared) = shared {
-        super::shared::listen(state, shared).await;
-    }
     let mut opening = None;
     if let Message::Request(request) = &message
         && request.method == "initialize"
@@ -122,9 +119,6 @@ pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Res
     if let Err(response) = check_version(&parts.headers) {
         return response;
     }
-    if let Some(shared) = &state.config.shared_sessions {
-        super::shared::listen(state, shared).await;
-    }
     let session = match lookup(state, parts).await {
         Ok(session) => session,
         Err(response) => return response,
@@ -165,7 +159,6 @@ pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Res
 /// from the store, and every node drops its copy.
 pub(crate) async fn delete(state: &Arc<State>, parts: &http::request::Parts) -> Response {
     if let Some(shared) = &state.config.shared_sessions {
-        super::shared::listen(state, shared).await;
         return match requested_id(parts) {
             Ok(id) => replica::delete(state, parts, shared, id).await,
             Err(response) => response,

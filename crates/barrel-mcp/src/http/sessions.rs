@@ -360,6 +360,8 @@ struct Forget {
 
 impl Drop for Forget {
     fn drop(&mut self) {
+        // Whatever still waits on the session (a write retried) stops now.
+        self.session.kill.cancel();
         self.session.finish_all();
         self.sessions.remove_if_same(&self.session);
         tracing::debug!(session = %self.session.id, "session ended");

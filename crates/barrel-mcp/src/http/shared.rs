@@ -197,10 +197,17 @@ pub(crate) async fn listen(state: &Arc<State>, shared: &SharedSessions) {
             );
             sessions.tasks.spawn(follow);
             relay::start(state, shared);
-            // The inbox is handed out once: the first subscription takes it for good.
+            // The inbox is handed out once: the first subscription takes it for good (and
+            // watches the node's tag from then on).
             if let Some(inbox) = shared.bus.inbox() {
                 let read = forward::read_inbox(inbox, Arc::clone(sessions), state.shutdown.clone());
                 sessions.tasks.spawn(read);
+                let watch = watch_tag(
+                    shared.bus.node_changes(),
+                    Arc::clone(sessions),
+                    state.shutdown.clone(),
+                );
+                sessions.tasks.spawn(watch);
             }
         }
         Err(error) => {
@@ -209,6 +216,31 @@ pub(crate) async fn listen(state: &Arc<State>, shared: &SharedSessions) {
                 %error,
                 "cannot listen to the bus; sessions ended elsewhere are noticed at their next touch"
             );
+        }
+    }
+}
+
+/// Drops every copy of a shared session when the node takes a new tag (its old one went to
+/// another node, with the answers to the ids it issued): a copy's requests to the client carry
+/// the tag it was built with. Requests rebuild the copies, tagged anew.
+async fn watch_tag(
+    mut tags: tokio::sync::watch::Receiver<crate::store::NodeTag>,
+    sessions: Arc<Sessions>,
+    stop: CancellationToken,
+) {
+    let mut held = *tags.borrow_and_update();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = tags.changed() => if changed.is_err() { return },
+        }
+        let now = *tags.borrow_and_update();
+        if now != held {
+            tracing::warn!(old = %held, new = %now, "this node took a new tag; its session copies are rebuilt");
+            for session in sessions.copies() {
+                sessions.drop_copy(&session.id);
+            }
+            held = now;
         }
     }
 }

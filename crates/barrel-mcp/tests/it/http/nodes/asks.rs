@@ -111,7 +111,7 @@ async fn a_cancellation_sent_to_b_stops_the_request_running_on_a() {
     assert!(!nodes.b_probe.saw_cancel());
     // The cancelled request is never answered: its stream ends without a response.
     let mut stream = SseReader::new(running);
-    while let Some(event) = stream.next_event().await {
+    while let Some(event) = within(stream.next_event()).await {
         assert!(!event.data.contains("\"id\":7"), "answered: {}", event.data);
     }
     nodes.stop().await;
