@@ -16,6 +16,8 @@ mod http;
 mod https;
 mod keepalive;
 #[cfg(feature = "http-client")]
+mod lost_stream;
+#[cfg(feature = "http-client")]
 mod misbehaving;
 mod mrtr;
 mod pagination;

@@ -174,6 +174,12 @@ async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(
                 );
                 return fail_call(state, call, why).await;
             }
+            Pumped::Gone => {
+                let why = "the server no longer holds this request's stream (its replay is \
+                           truncated with nothing left)"
+                    .into();
+                return fail_call(state, call, why).await;
+            }
             Pumped::Ended => {}
         }
         let Some(last) = decoder.last_event_id().map(str::to_owned) else {
@@ -205,6 +211,20 @@ async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(
     }
 }
 
+/// True for `notifications/replay_truncated` without `firstAvailableEventId`: the server kept
+/// nothing of the stream (it forgot it, or the request reached a server that never had it).
+fn nothing_left(frame: &Result<Message, DecodeError>) -> bool {
+    let Ok(Message::Notification(notice)) = frame else {
+        return false;
+    };
+    notice.method == barrel_mcp_types::method::names::NOTIFICATIONS_REPLAY_TRUNCATED
+        && notice
+            .params
+            .as_ref()
+            .and_then(|params| params.get("firstAvailableEventId"))
+            .is_none_or(Value::is_null)
+}
+
 enum Pumped {
     /// The call's response arrived (the rest of the stream was read too).
     Answered,
@@ -212,6 +232,8 @@ enum Pumped {
     Ended,
     /// An event was too large.
     TooLarge,
+    /// The server says it holds nothing more of the call's stream: the response cannot come.
+    Gone,
 }
 
 /// Reads one SSE body to its end, delivering each message.
@@ -255,6 +277,9 @@ async fn pump(
                 continue;
             }
             let frame = jsonrpc::decode(&event.data);
+            if call.is_some() && nothing_left(&frame) {
+                return Pumped::Gone;
+            }
             match call {
                 Some(call) => answered |= deliver(state, call, frame).await,
                 None => state.deliver(frame).await,
