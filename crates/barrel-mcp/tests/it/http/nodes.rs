@@ -152,6 +152,18 @@ impl Nodes {
         Self::start(store.clone(), store, bus_a, bus_b, tweak).await
     }
 
+    /// A session opened on A and initialized there, and the same session seen from B.
+    pub(crate) async fn opened(&self) -> (Client, Client) {
+        let mut on_a = self.a.client();
+        open(&mut on_a, &[]).await;
+        assert_eq!(
+            on_a.post(&initialized()).await.status(),
+            StatusCode::ACCEPTED
+        );
+        let on_b = self.on_b(&on_a);
+        (on_a, on_b)
+    }
+
     /// A client of node B in the session of `client` (of node A).
     pub(crate) fn on_b(&self, client: &Client) -> Client {
         let mut on_b = self.b.client();

@@ -9,21 +9,9 @@ use barrel_mcp::store::NodeTag;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Nodes, TestStore, eventually, initialized, open};
-use crate::http::{Client, SseReader};
+use super::{Nodes, TestStore, eventually};
+use crate::http::SseReader;
 use crate::support::within;
-
-/// A session opened on A and initialized (on A), and the same session seen from B.
-async fn opened(nodes: &Nodes) -> (Client, Client) {
-    let mut on_a = nodes.a.client();
-    open(&mut on_a, &[]).await;
-    assert_eq!(
-        on_a.post(&initialized()).await.status(),
-        StatusCode::ACCEPTED
-    );
-    let on_b = nodes.on_b(&on_a);
-    (on_a, on_b)
-}
 
 fn call(id: i64, tool: &str) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}})
@@ -42,7 +30,7 @@ fn node_of(id: &Value) -> Option<NodeTag> {
 #[tokio::test]
 async fn a_sampling_request_made_on_a_is_answered_on_b() {
     let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
-    let (on_a, on_b) = opened(&nodes).await;
+    let (on_a, on_b) = nodes.opened().await;
 
     let mut stream = SseReader::new(on_a.post(&call(2, "summarize")).await);
     let ask = within(stream.next_message()).await;
@@ -81,7 +69,7 @@ async fn a_sampling_request_made_on_a_is_answered_on_b() {
 #[tokio::test]
 async fn an_answer_for_a_node_that_is_gone_is_accepted_and_dropped() {
     let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
-    let (_on_a, on_b) = opened(&nodes).await;
+    let (_on_a, on_b) = nodes.opened().await;
     // No node carries this tag: B accepts the answer (the client can do nothing better) and
     // serves the session on.
     let nobody = NodeTag::new(NodeTag::MAX)
@@ -97,7 +85,7 @@ async fn an_answer_for_a_node_that_is_gone_is_accepted_and_dropped() {
 #[tokio::test]
 async fn a_cancellation_sent_to_b_stops_the_request_running_on_a() {
     let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
-    let (on_a, on_b) = opened(&nodes).await;
+    let (on_a, on_b) = nodes.opened().await;
     // The response's headers come once the request was handed to A's connection.
     let running = on_a.post(&call(7, "slow")).await;
     assert_eq!(running.status(), StatusCode::OK);
@@ -138,7 +126,7 @@ async fn announced(stream: &mut SseReader, announce: impl Fn()) -> Value {
 #[tokio::test]
 async fn changes_announced_on_a_reach_the_clients_of_b() {
     let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
-    let (_on_a, on_b) = opened(&nodes).await;
+    let (_on_a, on_b) = nodes.opened().await;
     let subscribe = json!({"jsonrpc":"2.0","id":2,"method":"resources/subscribe",
         "params":{"uri":"test://readme"}});
     let subscribed = on_b.post(&subscribe).await;

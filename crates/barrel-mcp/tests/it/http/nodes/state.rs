@@ -143,13 +143,7 @@ async fn what_the_client_does_on_b_reaches_its_stream_on_a() {
 async fn set_level_on_a_governs_logs_on_b() {
     let store = Arc::new(TestStore::default());
     let nodes = Nodes::local(store, |_, _| {}).await;
-    let mut on_a = nodes.a.client();
-    open(&mut on_a, &[]).await;
-    assert_eq!(
-        on_a.post(&initialized()).await.status(),
-        StatusCode::ACCEPTED
-    );
-    let on_b = nodes.on_b(&on_a);
+    let (on_a, on_b) = nodes.opened().await;
     let log = |id: i64, level: &str| {
         request(
             id,
