@@ -213,6 +213,8 @@ struct Inner {
     /// Where the changes announced on this server also go: the other nodes of a service
     /// (set once, by an HTTP endpoint that shares its sessions).
     relay: std::sync::OnceLock<tokio::sync::mpsc::Sender<ServerEvent>>,
+    /// A change could not be queued for the relay (it was full).
+    relay_lost: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Server {
@@ -537,9 +539,15 @@ impl Server {
         if let Some(relay) = self.inner.relay.get() {
             match relay.try_send(event.clone()) {
                 Ok(()) => {}
-                Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => tracing::warn!(
-                    "too many changes waiting for the other nodes; one is not relayed"
-                ),
+                Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
+                    self.inner
+                        .relay_lost
+                        .store(true, std::sync::atomic::Ordering::Release);
+                    tracing::warn!(
+                        "too many changes waiting for the other nodes; every list is announced \
+                         changed instead"
+                    );
+                }
                 // The endpoint that relayed them has shut down.
                 Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => {}
             }
@@ -551,6 +559,15 @@ impl Server {
     pub(crate) fn emit_here(&self, event: ServerEvent) {
         // No receiver means no connected session: nothing to tell.
         let _ = self.inner.events.send(event);
+    }
+
+    /// True once after a change could not be queued for the relay (and resets): the other
+    /// nodes must be told every list changed.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn relay_lost(&self) -> bool {
+        self.inner
+            .relay_lost
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
     }
 
     /// Sends every change announced on this server from now on to `relay` too (see

@@ -7,8 +7,9 @@
 //! [`Server::notify_resource_updated`](crate::server::Server::notify_resource_updated), ...)
 //! on [`Topic::Registry`] (`registry-…` news), and each other node announces it to its own
 //! clients: its sessions (those subscribed to the resource, for an update) and its 2026-07-28
-//! `subscriptions/listen` streams. The bus is lossy: after a gap, every list is announced
-//! changed (a client re-reads at worst). Tools registered at run time stay per node: a
+//! `subscriptions/listen` streams. The bus is lossy: after a gap, or a change this node could
+//! not queue for relaying, every list is announced changed (a client re-reads at worst; a lost
+//! `resources/updated` is not recovered). Tools registered at run time stay per node: a
 //! `list_changed` from another node makes clients here list this node's tools again.
 
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::State;
 use super::shared::SharedSessions;
-use crate::server::ServerEvent;
+use crate::server::{Server, ServerEvent};
 use crate::store::{Bus, Topic};
 
 const TOOLS: &str = "registry-tools";
@@ -27,7 +28,8 @@ const RESOURCES: &str = "registry-resources";
 const PROMPTS: &str = "registry-prompts";
 const UPDATED: &str = "registry-updated:";
 
-/// Changes waiting to be published; past it a change is not relayed (and a warning logged).
+/// Changes waiting to be published; past it a change is not relayed, a warning is logged, and
+/// every list is announced changed once the queue moves again.
 const WAITING: usize = 256;
 
 /// The news announcing `event` to the other nodes.
@@ -66,15 +68,22 @@ pub(crate) fn after_gap() -> [ServerEvent; 3] {
 pub(crate) fn start(state: &Arc<State>, shared: &SharedSessions) {
     let (changes, waiting) = mpsc::channel(WAITING);
     if state.server.relay_to(changes) {
-        let publish = publish(waiting, Arc::clone(&shared.bus), state.shutdown.clone());
+        let publish = publish(
+            waiting,
+            Arc::clone(&shared.bus),
+            state.server.clone(),
+            state.shutdown.clone(),
+        );
         state.sessions.tasks.spawn(publish);
     }
 }
 
-/// Publishes each change, in order, until the endpoint shuts down.
+/// Publishes each change, in order, until the endpoint shuts down; after `server` could not
+/// queue one (the queue was full), every list is announced changed.
 async fn publish(
     mut waiting: mpsc::Receiver<ServerEvent>,
     bus: Arc<dyn Bus>,
+    server: Server,
     stop: CancellationToken,
 ) {
     loop {
@@ -83,8 +92,11 @@ async fn publish(
             event = waiting.recv() => event,
         };
         let Some(event) = event else { return };
-        if let Err(error) = bus.publish(&Topic::Registry, encode(&event)).await {
-            tracing::warn!(%error, "could not tell the other nodes of a registry change");
+        let lost = server.relay_lost().then(after_gap);
+        for event in std::iter::once(event).chain(lost.into_iter().flatten()) {
+            if let Err(error) = bus.publish(&Topic::Registry, encode(&event)).await {
+                tracing::warn!(%error, "could not tell the other nodes of a registry change");
+            }
         }
     }
 }

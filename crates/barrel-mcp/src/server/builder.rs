@@ -540,6 +540,7 @@ impl ServerBuilder {
                 config: self.config,
                 sessions: std::sync::Mutex::default(),
                 relay: std::sync::OnceLock::new(),
+                relay_lost: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
