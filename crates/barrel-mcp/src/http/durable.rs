@@ -47,6 +47,8 @@ pub(crate) struct Durable {
     touched: Mutex<Option<Instant>>,
     writes: Mutex<Writes>,
     sync: OnceLock<SessionSync>,
+    /// The second the session's messages for other nodes are counted in, and their count.
+    forwards: Mutex<(Instant, u32)>,
 }
 
 #[derive(Default)]
@@ -100,6 +102,7 @@ impl Durable {
             touched: Mutex::new(origin.then(Instant::now)),
             writes: Mutex::new(Writes::default()),
             sync: OnceLock::new(),
+            forwards: Mutex::new((Instant::now(), 0)),
         }
     }
 
@@ -165,6 +168,20 @@ impl Durable {
             drop(writes);
             self.tasks.spawn(Arc::clone(self).drain());
         }
+    }
+
+    /// Counts one message sent on to other nodes; false when the session already sent
+    /// [`SharedSessions::max_forwards_per_second`] this second (through this node).
+    pub(crate) fn may_forward(&self) -> bool {
+        let mut forwards = self.forwards.lock().unwrap_or_else(PoisonError::into_inner);
+        if forwards.0.elapsed() >= Duration::from_secs(1) {
+            *forwards = (Instant::now(), 0);
+        }
+        if forwards.1 >= self.shared.max_forwards_per_second {
+            return false;
+        }
+        forwards.1 += 1;
+        true
     }
 
     /// True while changes wait to be written (the copy must not be dropped before).

@@ -12,7 +12,9 @@
 //! published to every node (`session-deliver` news), and the node running it cancels it.
 //!
 //! What reaches a node that no longer holds the session (its copy was dropped) is logged and
-//! dropped: the handler that waited for it ended with the copy.
+//! dropped: the handler that waited for it ended with the copy. What a client can push into
+//! the inboxes is bounded per message ([`SharedSessions::max_forwarded_bytes`], 413) and per
+//! session and second ([`SharedSessions::max_forwards_per_second`], 429 with `Retry-After`).
 
 use std::sync::Arc;
 
@@ -103,6 +105,14 @@ pub(crate) async fn deliver(
 ) -> Response {
     let shared = shared.filter(|_| session.durable.is_some());
     let target = shared.map_or(Target::Here, |shared| target(&message, shared.bus.node()));
+    let leaves = match &target {
+        Target::Node(_) => true,
+        Target::Running(id) => !session.serves(id),
+        Target::Here => false,
+    };
+    if leaves && let Some(refused) = refuse_forward(shared, session, &message) {
+        return refused;
+    }
     match (target, shared) {
         (Target::Node(node), Some(shared)) => {
             let text = message.to_json();
@@ -142,6 +152,37 @@ pub(crate) async fn deliver(
             Err(_) => not_found(),
         },
     }
+}
+
+/// The answer when `message` may not be sent on to another node: 413 past
+/// [`SharedSessions::max_forwarded_bytes`], 429 with `Retry-After: 1` past
+/// [`SharedSessions::max_forwards_per_second`] for this session.
+fn refuse_forward(
+    shared: Option<&SharedSessions>,
+    session: &HttpSession,
+    message: &Message,
+) -> Option<Response> {
+    let (shared, durable) = (shared?, session.durable.as_ref()?);
+    if message.to_json().len() > shared.max_forwarded_bytes {
+        return Some(reply::error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            reply::rpc_error(-32600, "message too large to send on to another node"),
+        ));
+    }
+    if !durable.may_forward() {
+        let mut response = reply::error(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            reply::rpc_error(-32600, "too many messages for other nodes; try again"),
+        );
+        response.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+        return Some(response);
+    }
+    None
 }
 
 /// Hands the message another node sent on (its JSON text) to this node's copy of `session`.

@@ -77,6 +77,15 @@ pub struct SharedSessions {
     /// order; past it a change is not stored and a warning is logged (the node serving the
     /// session keeps it). Default 256.
     pub max_pending_changes: usize,
+    /// The largest message from a client that is sent on to another node (an answer to that
+    /// node's request to the client, or progress on it, as JSON text); a larger one is 413.
+    /// Default 1 MiB.
+    pub max_forwarded_bytes: usize,
+    /// Messages one session may send on to other nodes per second, through one node (answers,
+    /// progress and cancellations); past it 429 with `Retry-After: 1`. With
+    /// `max_forwarded_bytes`, bounds what one client can put into the nodes' inboxes.
+    /// Default 32.
+    pub max_forwards_per_second: u32,
 }
 
 impl SharedSessions {
@@ -87,6 +96,8 @@ impl SharedSessions {
             bus,
             max_sessions: 10_000,
             max_pending_changes: 256,
+            max_forwarded_bytes: 1024 * 1024,
+            max_forwards_per_second: 32,
         }
     }
 }
@@ -113,6 +124,8 @@ impl fmt::Debug for SharedSessions {
             .field("node", &self.bus.node())
             .field("max_sessions", &self.max_sessions)
             .field("max_pending_changes", &self.max_pending_changes)
+            .field("max_forwarded_bytes", &self.max_forwarded_bytes)
+            .field("max_forwards_per_second", &self.max_forwards_per_second)
             .finish_non_exhaustive()
     }
 }

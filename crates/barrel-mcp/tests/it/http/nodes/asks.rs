@@ -1,7 +1,7 @@
 //! What crosses nodes for one client: the answer to a server-to-client request made on A,
 //! POSTed to B, reaches the handler waiting on A; a cancellation POSTed to B stops the request
-//! running on A; a server request made on B takes ids of B's own; and registry changes
-//! announced on A reach the client's GET stream on B.
+//! running on A; a server request made on B takes ids of B's own; registry changes announced
+//! on A reach the client's GET stream on B; and what a client sends on is bounded.
 
 use std::sync::Arc;
 
@@ -170,5 +170,44 @@ async fn changes_announced_on_a_reach_the_clients_of_b() {
         next["method"], "notifications/prompts/list_changed",
         "{next}"
     );
+    nodes.stop().await;
+}
+
+#[tokio::test]
+async fn what_a_client_sends_on_to_other_nodes_is_bounded_in_size_and_rate() {
+    let nodes = Nodes::local(Arc::new(TestStore::default()), |_, config| {
+        if let Some(shared) = config.shared_sessions.as_mut() {
+            shared.max_forwarded_bytes = 2048;
+            shared.max_forwards_per_second = 3;
+        }
+    })
+    .await;
+    let (_on_a, on_b) = nodes.opened().await;
+    let on_a_id = |n| {
+        NodeTag::new(NodeTag::MAX - 1)
+            .and_then(|tag| tag.request_id(n))
+            .expect("a tagged id")
+    };
+    // Too large to send on: 413, and the session goes on.
+    let large = sampled(&json!(on_a_id(1)), &"x".repeat(4096));
+    assert_eq!(
+        on_b.post(&large).await.status(),
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    // Three a second go out; the fourth is 429 with Retry-After (cancellations count too).
+    for n in 2..5 {
+        let answer = on_b.post(&sampled(&json!(on_a_id(n)), "ok")).await;
+        assert_eq!(answer.status(), StatusCode::ACCEPTED, "answer {n}");
+    }
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":"elsewhere"}});
+    let refused = on_b.post(&cancel).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    // What stays on this node is not counted; a second later the budget is back.
+    let ping = on_b.call_json(9, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(on_b.post(&cancel).await.status(), StatusCode::ACCEPTED);
     nodes.stop().await;
 }
