@@ -79,12 +79,15 @@ pub struct SharedSessions {
     pub max_pending_changes: usize,
     /// The largest message from a client that is sent on to another node (an answer to that
     /// node's request to the client, or progress on it, as JSON text); a larger one is 413.
-    /// Default 1 MiB.
+    /// Default 4 MiB, the default body cap ([`HttpConfig::max_body_size`](super::HttpConfig::max_body_size)):
+    /// lower it to bound what one message puts into an inbox, keeping it above the largest
+    /// answer clients send (a sampling result with an image).
     pub max_forwarded_bytes: usize,
     /// Messages one session may send on to other nodes per second, through one node (answers,
-    /// progress and cancellations); past it 429 with `Retry-After: 1`. With
-    /// `max_forwarded_bytes`, bounds what one client can put into the nodes' inboxes.
-    /// Default 32.
+    /// progress and cancellations); past it 429 with `Retry-After: 1` (and SDK clients do not
+    /// retry a POSTed answer: keep it above the requests a server makes of one client at
+    /// once). With `max_forwarded_bytes`, bounds what one client can put into the nodes'
+    /// inboxes. Default 256.
     pub max_forwards_per_second: u32,
 }
 
@@ -96,8 +99,8 @@ impl SharedSessions {
             bus,
             max_sessions: 10_000,
             max_pending_changes: 256,
-            max_forwarded_bytes: 1024 * 1024,
-            max_forwards_per_second: 32,
+            max_forwarded_bytes: 4 * 1024 * 1024,
+            max_forwards_per_second: 256,
         }
     }
 }
@@ -186,13 +189,18 @@ const GAP_REFRESHES: usize = 16;
 const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
 
 /// Makes sure this endpoint listens for news of sessions (once; again after the bus ended the
-/// subscription, at most once per second while it fails).
+/// subscription, at most once per second while it fails; never making a request wait for
+/// another's attempt).
 pub(crate) async fn listen(state: &Arc<State>, shared: &SharedSessions) {
     let sessions = &state.sessions;
     if sessions.listening.load(Ordering::Acquire) {
         return;
     }
-    let mut failed = sessions.subscribing.lock().await;
+    // One request subscribes at a time; the others go on without waiting (they need nothing
+    // from the bus), so a bus that is down delays one request a second at most.
+    let Ok(mut failed) = sessions.subscribing.try_lock() else {
+        return;
+    };
     if sessions.listening.load(Ordering::Acquire)
         || failed.is_some_and(|at| at.elapsed() < RESUBSCRIBE_AFTER)
     {

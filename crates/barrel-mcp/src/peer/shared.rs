@@ -78,9 +78,20 @@ impl RequestIds {
     /// The ids carrying `node` ([`NodeTag::request_id`](crate::store::NodeTag::request_id)),
     /// so an answer that reaches another node of the service is sent on to this one; every id
     /// for a node that shares nothing ([`NodeTag::LOCAL`](crate::store::NodeTag::LOCAL)).
+    /// They start at random in the first half of the node's range: a copy of a session built
+    /// again on the same node (or on a node that took the tag over) does not reuse the ids of
+    /// the one before, whose late answers would otherwise resolve its requests.
     pub(crate) fn of_node(node: crate::store::NodeTag) -> Self {
         use crate::store::NodeTag;
-        match (node.request_id(1), node.request_id(NodeTag::MAX_REQUEST_N)) {
+        let mut random = [0u8; 4];
+        let offset = match getrandom::fill(&mut random) {
+            Ok(()) => u32::from_le_bytes(random) % (NodeTag::MAX_REQUEST_N / 2),
+            Err(_) => 0,
+        };
+        match (
+            node.request_id(1 + offset),
+            node.request_id(NodeTag::MAX_REQUEST_N),
+        ) {
             (Some(first), Some(last)) if node != NodeTag::LOCAL => Self { first, last },
             _ => Self::ALL,
         }
@@ -292,4 +303,27 @@ pub(super) fn cancelled_notification(id: i64, reason: &str) -> Message {
         CANCELLED,
         Some(json!({ "requestId": id, "reason": reason })),
     )
+}
+
+#[cfg(all(test, feature = "http-server"))]
+mod tests {
+    use super::RequestIds;
+    use crate::store::NodeTag;
+
+    #[test]
+    fn a_nodes_ids_carry_its_tag_and_start_at_random() {
+        let tag = NodeTag::new(9).unwrap_or_default();
+        let starts: Vec<i64> = (0..8).map(|_| RequestIds::of_node(tag).first).collect();
+        for &first in &starts {
+            assert_eq!(NodeTag::of_request_id(first), Some(tag));
+            let ids = RequestIds::of_node(tag);
+            assert_eq!(NodeTag::of_request_id(ids.last), Some(tag));
+            assert!(ids.last - first > i64::from(NodeTag::MAX_REQUEST_N / 2) - 2);
+        }
+        let mut distinct = starts.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 1, "eight copies all started at {starts:?}");
+        assert_eq!(RequestIds::of_node(NodeTag::LOCAL), RequestIds::ALL);
+    }
 }

@@ -164,6 +164,7 @@ async fn answer(
 async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(), Error> {
     let mut decoder = SseDecoder::new(state.config.max_event_size);
     let mut resumptions = 0;
+    let mut gone = 0;
     loop {
         match pump(state, Some(call), &mut decoder, body).await {
             Pumped::Answered => return Ok(()),
@@ -174,13 +175,16 @@ async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(
                 );
                 return fail_call(state, call, why).await;
             }
-            Pumped::Gone => {
+            // Behind a load balancer the resumption may have reached a server that never had
+            // the stream: the next one may reach the one that has it. Twice in a row, it is gone.
+            Pumped::Gone if gone + 1 >= GONE_TWICE => {
                 let why = "the server no longer holds this request's stream (its replay is \
                            truncated with nothing left)"
                     .into();
                 return fail_call(state, call, why).await;
             }
-            Pumped::Ended => {}
+            Pumped::Gone => gone += 1,
+            Pumped::Ended => gone = 0,
         }
         let Some(last) = decoder.last_event_id().map(str::to_owned) else {
             let why = "the stream ended before the response (and cannot be resumed)".into();
@@ -210,6 +214,9 @@ async fn stream(state: &Arc<State>, call: &Call, mut body: Incoming) -> Result<(
         body = response.into_body();
     }
 }
+
+/// How many resumptions in a row answered "nothing left of the stream" fail the call.
+const GONE_TWICE: u32 = 2;
 
 /// True for `notifications/replay_truncated` without `firstAvailableEventId`: the server kept
 /// nothing of the stream (it forgot it, or the request reached a server that never had it).
@@ -277,7 +284,7 @@ async fn pump(
                 continue;
             }
             let frame = jsonrpc::decode(&event.data);
-            if call.is_some() && nothing_left(&frame) {
+            if call.is_some() && !answered && nothing_left(&frame) {
                 return Pumped::Gone;
             }
             match call {
