@@ -26,7 +26,7 @@ use tokio_util::task::TaskTracker;
 use super::session::HttpSession;
 use super::shared::{News, SharedSessions};
 use crate::server::SessionSync;
-use crate::store::{SessionChange, SessionRecord, StoreError, Updated};
+use crate::store::{NodeTag, SessionChange, SessionRecord, StoreError, Updated};
 
 /// The first pause before a change the store refused is written again.
 const FIRST_RETRY: Duration = Duration::from_millis(100);
@@ -43,6 +43,9 @@ pub(crate) struct Durable {
     idle_ttl: Duration,
     /// This node opened the session (it answered its `initialize`).
     pub(crate) origin: bool,
+    /// The node tag this copy's requests to the client carry (the node's tag when it was
+    /// built).
+    pub(crate) node: NodeTag,
     /// When this node last extended the session's life in the store; `None`: not yet.
     touched: Mutex<Option<Instant>>,
     writes: Mutex<Writes>,
@@ -94,6 +97,7 @@ impl Durable {
     ) -> Self {
         Self {
             id,
+            node: shared.bus.node(),
             shared,
             session,
             tasks,

@@ -105,12 +105,21 @@ pub(crate) async fn find(
     id: &str,
 ) -> Result<Found, Response> {
     let principal = state.config.principal_of(parts);
-    // A copy that is ending is no answer: the session may live on in the store.
+    // A copy that is ending is no answer: the session may live on in the store. Nor is one
+    // whose requests to the client carry a tag this node no longer holds (it took a new one):
+    // it is dropped and the session restored anew.
     if let Some(session) = state.sessions.get(id).filter(|s| !s.kill.is_cancelled()) {
         if session.legacy || session.principal != principal {
             return Err(not_found());
         }
-        return Ok(Found::Local(session));
+        if session
+            .durable
+            .as_ref()
+            .is_none_or(|d| d.node == shared.bus.node())
+        {
+            return Ok(Found::Local(session));
+        }
+        state.sessions.drop_copy(id);
     }
     // Only an id of the shape this server mints can be in the store: anything else is unknown
     // without a store round trip (and no peer's text reaches a key name).

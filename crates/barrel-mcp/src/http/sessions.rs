@@ -199,7 +199,8 @@ impl Sessions {
         } else {
             SessionStart::Restored { name, record }
         };
-        let (stop, serve) = connect(server, &session, start, shared.bus.node());
+        let node = session.durable.as_ref().map_or(NodeTag::LOCAL, |d| d.node);
+        let (stop, serve) = connect(server, &session, start, node);
         map.insert(record.id.clone(), Arc::clone(&session));
         drop(map);
         self.run(Arc::clone(&session), stop, serve, config);

@@ -6,7 +6,8 @@
 //! counts touches) and two nodes of a [`LocalHub`]. `state.rs`: the session and its state
 //! carried across nodes; `lifetimes.rs`: deletion, expiry, store failures, principals, caps and
 //! concurrent restores; `asks.rs`: a server-to-client request answered on the other node, and a
-//! cancellation sent to the other node. With feature `redis`, `redis.rs` runs the continuation over
+//! cancellation sent to the other node; `retag.rs`: a node that takes a new tag rebuilds its
+//! copies. With feature `redis`, `redis.rs` runs the continuation over
 //! `RedisSessionStore` and `RedisBus`.
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ mod asks;
 mod lifetimes;
 #[cfg(feature = "redis")]
 mod redis;
+mod retag;
 mod state;
 
 /// A memory store that answers `Unavailable` while `fail` is set, counts touches, and takes
