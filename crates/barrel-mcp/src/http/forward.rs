@@ -103,74 +103,66 @@ pub(crate) async fn deliver(
     message: Message,
     caller: Option<Arc<Caller>>,
 ) -> Response {
-    let shared = shared.filter(|_| session.durable.is_some());
-    let target = shared.map_or(Target::Here, |shared| target(&message, shared.bus.node()));
-    let leaves = match &target {
-        Target::Node(_) => true,
-        Target::Running(id) => !session.serves(id),
-        Target::Here => false,
+    let Some(shared) = shared.filter(|_| session.durable.is_some()) else {
+        return here(session, message, caller).await;
     };
-    if leaves && let Some(refused) = refuse_forward(shared, session, &message) {
+    // What leaves this node (made once), and where to: one node's inbox, or every node.
+    let (to, text) = match target(&message, shared.bus.node()) {
+        Target::Node(node) => (Some(node), message.to_json()),
+        // Only what the running node needs goes out, and only an id of a sensible size: a
+        // client cannot make every node read its whole body.
+        Target::Running(id) if !session.serves(&id) => match cancellation(&id) {
+            Some(text) => (None, text),
+            None => return reply::empty(StatusCode::ACCEPTED),
+        },
+        _ => return here(session, message, caller).await,
+    };
+    if let Some(refused) = refuse_forward(shared, session, text.len()) {
         return refused;
     }
-    match (target, shared) {
-        (Target::Node(node), Some(shared)) => {
-            let text = message.to_json();
-            let news = News::Deliver {
-                session: &session.id,
-                message: &text,
-            };
-            match shared.bus.send(node, news.encode()).await {
-                Ok(true) => {}
+    let news = News::Deliver {
+        session: &session.id,
+        message: &text,
+    }
+    .encode();
+    let sent = match to {
+        Some(node) => shared.bus.send(node, news).await.map(|alive| {
+            if !alive {
                 // Its handler ended with the node.
-                Ok(false) => tracing::debug!(%node, "an answer for a node that is gone; dropped"),
-                Err(error) => {
-                    tracing::warn!(%error, "could not send an answer on to the node that asked");
-                    return replica::unavailable_because(BUS_UNAVAILABLE);
-                }
+                tracing::debug!(%node, "an answer for a node that is gone; dropped");
             }
-            reply::empty(StatusCode::ACCEPTED)
+        }),
+        None => shared.bus.publish(&Topic::Registry, news).await,
+    };
+    match sent {
+        Ok(()) => reply::empty(StatusCode::ACCEPTED),
+        Err(error) => {
+            tracing::warn!(%error, "could not send a client's message on to the other nodes");
+            replica::unavailable_because(BUS_UNAVAILABLE)
         }
-        (Target::Running(id), Some(shared)) if !session.serves(&id) => {
-            // Only what the running node needs goes out, and only an id of a sensible size: a
-            // client cannot make every node read its whole body.
-            let Some(text) = cancellation(&id) else {
-                return reply::empty(StatusCode::ACCEPTED);
-            };
-            let news = News::Deliver {
-                session: &session.id,
-                message: &text,
-            };
-            if let Err(error) = shared.bus.publish(&Topic::Registry, news.encode()).await {
-                tracing::warn!(%error, "could not tell the other nodes of a cancellation");
-                return replica::unavailable_because(BUS_UNAVAILABLE);
-            }
-            reply::empty(StatusCode::ACCEPTED)
-        }
-        _ => match session.deliver(message, caller).await {
-            Ok(()) => reply::empty(StatusCode::ACCEPTED),
-            Err(_) => not_found(),
-        },
     }
 }
 
-/// The answer when `message` may not be sent on to another node: 413 past
+/// Hands the message to this node's copy: 202, or 404 when the session ended here.
+async fn here(session: &HttpSession, message: Message, caller: Option<Arc<Caller>>) -> Response {
+    match session.deliver(message, caller).await {
+        Ok(()) => reply::empty(StatusCode::ACCEPTED),
+        Err(_) => not_found(),
+    }
+}
+
+/// The answer when a message of `len` bytes may not be sent on to another node: 413 past
 /// [`SharedSessions::max_forwarded_bytes`], 429 with `Retry-After: 1` past
 /// [`SharedSessions::max_forwards_per_second`] for this session.
-fn refuse_forward(
-    shared: Option<&SharedSessions>,
-    session: &HttpSession,
-    message: &Message,
-) -> Option<Response> {
-    let (shared, durable) = (shared?, session.durable.as_ref()?);
-    if message.to_json().len() > shared.max_forwarded_bytes {
+fn refuse_forward(shared: &SharedSessions, session: &HttpSession, len: usize) -> Option<Response> {
+    if len > shared.max_forwarded_bytes {
         return Some(reply::error(
             StatusCode::PAYLOAD_TOO_LARGE,
             None,
             reply::rpc_error(-32600, "message too large to send on to another node"),
         ));
     }
-    if !durable.may_forward() {
+    if !session.durable.as_ref()?.may_forward() {
         let mut response = reply::error(
             StatusCode::TOO_MANY_REQUESTS,
             None,

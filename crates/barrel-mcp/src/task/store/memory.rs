@@ -38,6 +38,20 @@ fn quota_key(record: &TaskRecord) -> &str {
 }
 
 impl Tasks {
+    /// Forgets every task expired at `now`; returns how many.
+    fn remove_expired(&mut self, now: SystemTime) -> usize {
+        let expired: Vec<String> = self
+            .by_id
+            .values()
+            .filter(|t| t.expired(now))
+            .map(|t| t.id.clone())
+            .collect();
+        for id in &expired {
+            self.remove(id);
+        }
+        expired.len()
+    }
+
     fn remove(&mut self, id: &str) {
         if let Some(record) = self.by_id.remove(id) {
             let key = quota_key(&record);
@@ -122,16 +136,7 @@ impl MemoryTaskStore {
         };
         if full(&tasks) {
             // Expired tasks no one looked up again still hold their places: forget them first.
-            let now = SystemTime::now();
-            let expired: Vec<String> = tasks
-                .by_id
-                .values()
-                .filter(|t| t.expired(now))
-                .map(|t| t.id.clone())
-                .collect();
-            for id in &expired {
-                tasks.remove(id);
-            }
+            tasks.remove_expired(SystemTime::now());
         }
         let owned = tasks.per_owner.get(key).copied().unwrap_or(0);
         if owned >= cap {
@@ -237,17 +242,8 @@ impl TaskStore for MemoryTaskStore {
     }
 
     fn purge(&self, now: SystemTime) -> BoxFuture<'_, usize> {
-        let mut tasks = self.lock();
-        let expired: Vec<String> = tasks
-            .by_id
-            .values()
-            .filter(|t| t.expired(now))
-            .map(|t| t.id.clone())
-            .collect();
-        for id in &expired {
-            tasks.remove(id);
-        }
-        Box::pin(std::future::ready(expired.len()))
+        let purged = self.lock().remove_expired(now);
+        Box::pin(std::future::ready(purged))
     }
 
     fn renew<'a>(
