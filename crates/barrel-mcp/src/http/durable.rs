@@ -372,6 +372,15 @@ impl HttpSession {
         }
     }
 
+    /// Announces every kind of change to the client (the node that announced them before is
+    /// gone).
+    pub(crate) fn announce_all(&self) {
+        let inlet = self.inlet().clone();
+        if let (Some(inlet), Some(sync)) = (inlet, self.durable.as_ref().and_then(|d| d.sync())) {
+            sync.announce_all(inlet.peer());
+        }
+    }
+
     /// Queues a change for the shared store, if there is one (made only then).
     pub(super) fn store(&self, change: impl FnOnce() -> SessionChange) {
         if let Some(durable) = &self.durable {

@@ -172,11 +172,19 @@ pub(crate) async fn delete(
         }
     };
     // Told on a task of its own: the client need not wait for the other nodes to hear it.
-    let (bus, ended) = (Arc::clone(&shared.bus), id.to_owned());
-    state
-        .sessions
-        .tasks
-        .spawn(async move { News::Ended(&ended).publish(&*bus).await });
+    let (bus, events, ended) = (
+        Arc::clone(&shared.bus),
+        shared.events.clone(),
+        id.to_owned(),
+    );
+    state.sessions.tasks.spawn(async move {
+        News::Ended(&ended).publish(&*bus).await;
+        if let Some(events) = events
+            && let Err(error) = events.forget(&ended).await
+        {
+            tracing::debug!(%error, "could not forget a deleted session's streams; they expire");
+        }
+    });
     // Whether or not a copy was found above: a request may have built one since, and this
     // node does not hear its own news.
     state.sessions.drop_copy(id);

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::durable::Durable;
+use super::journal::Journal;
 use super::routing::{
     Destination, Route, Routing, destination, forget_old_streams, keep_replay_budget,
 };
@@ -58,6 +59,8 @@ pub(crate) struct HttpSession {
     last_seen: Mutex<Instant>,
     /// With shared sessions: the store behind this copy.
     pub(crate) durable: Option<Arc<Durable>>,
+    /// With shared sessions and an event store: where this copy's stream events are stored.
+    pub(crate) journal: Option<Arc<Journal>>,
 }
 
 /// Whose share of the sessions a session takes.
@@ -113,18 +116,29 @@ impl HttpSession {
             initialized: AtomicBool::new(false),
             last_seen: Mutex::new(Instant::now()),
             durable: None,
+            journal: None,
         }
     }
 
     /// The same session, as a copy of a session kept in a shared store: opened here
     /// (`durable.origin`), or a replica of one opened elsewhere, `initialized` or not yet.
-    pub(super) fn with_durable(mut self, durable: Durable, initialized: bool) -> Self {
+    pub(super) fn with_durable(
+        mut self,
+        durable: Durable,
+        journal: Option<Journal>,
+        initialized: bool,
+    ) -> Self {
+        let routing = self
+            .routing
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
         if !durable.origin {
             // No `initialize` was answered here: no stream to forget once the client initialized.
-            self.routing
-                .get_mut()
-                .unwrap_or_else(PoisonError::into_inner)
-                .first_stream = Some(None);
+            routing.first_stream = Some(None);
+        }
+        if let Some(journal) = journal {
+            routing.next_stream = journal.first_stream();
+            self.journal = Some(Arc::new(journal));
         }
         self.initialized = AtomicBool::new(initialized);
         self.durable = Some(Arc::new(durable));
@@ -173,8 +187,11 @@ impl HttpSession {
     /// True while somebody waits on the session: a reader attached to one of its streams, a
     /// POST waiting for its JSON answer, or (shared) a change waiting to be stored.
     pub(crate) fn is_busy(&self) -> bool {
-        // A shared session's changes still on their way to the store.
-        if self.durable.as_ref().is_some_and(|d| d.pending()) {
+        // A shared session's changes still on their way to the store, or its GET stream
+        // served here.
+        if self.durable.as_ref().is_some_and(|d| d.pending())
+            || self.journal.as_ref().is_some_and(|j| j.is_serving())
+        {
             return true;
         }
         let routing = self.routing();
@@ -252,10 +269,58 @@ impl HttpSession {
     /// Forgets a request: its stream (or JSON reply) ends without a response.
     fn end_request(&self, id: &RequestId) {
         let mut routing = self.routing();
-        if let Some(Route::Stream(number)) = routing.by_request.remove(id)
-            && let Some(stream) = routing.streams.get_mut(number)
-        {
+        if let Some(Route::Stream(number)) = routing.by_request.remove(id) {
+            if let Some(stream) = routing.streams.get_mut(number) {
+                stream.finish();
+            }
+            if let Some(journal) = &self.journal {
+                journal.ended(number);
+            }
+        }
+    }
+
+    /// Attaches a reader to stream `number` held here, replaying what followed event `seq`;
+    /// `None` when this node holds no such stream (`Some(Err(()))`: a cursor from the future).
+    pub(crate) fn attach_held(&self, number: u64, seq: u64) -> Option<Result<Attached, ()>> {
+        let mut routing = self.routing();
+        let limits = self.limits;
+        let stream = routing.streams.get_mut(number)?;
+        Some(stream.attach(Some(seq), &limits).ok_or(()))
+    }
+
+    /// Writes a message the event store numbered `seq` (`None`: it could not be stored) to
+    /// request stream `number`, ending the stream after it when `last`.
+    pub(crate) fn write_stored(&self, number: u64, seq: Option<u64>, data: &str, last: bool) {
+        let mut routing = self.routing();
+        let limits = self.limits;
+        let Some(stream) = routing.streams.get_mut(number) else {
+            return;
+        };
+        let change = match seq {
+            Some(seq) => stream.push_numbered(seq, data, &limits),
+            None => {
+                stream.push_unnumbered(data);
+                0
+            }
+        };
+        if last {
             stream.finish();
+        }
+        routing.replay_bytes = routing.replay_bytes.saturating_add_signed(change);
+        keep_replay_budget(&mut routing, limits.session_replay_bytes);
+    }
+
+    /// The session's GET stream grew in the event store: the node serving it reads it.
+    pub(crate) fn get_stream_grew(&self) {
+        if let Some(journal) = &self.journal {
+            journal.grew.notify_one();
+        }
+    }
+
+    /// Node `node` serves the session's GET stream now.
+    pub(crate) fn get_stream_taken(&self, node: crate::store::NodeTag) {
+        if let Some(journal) = &self.journal {
+            journal.get_taken(node);
         }
     }
 
@@ -320,6 +385,16 @@ impl HttpSession {
         } else {
             destination(&mut routing, outgoing.related.as_ref(), answers.as_ref())
         };
+        // A shared session's events are stored first (but for the `initialize` answer's).
+        if let (Some(journal), Destination::Stream(number, finish)) = (&self.journal, &destination)
+            && routing.first_stream != Some(Some(*number))
+        {
+            let (number, finish) = (*number, *finish);
+            drop(routing);
+            let request = outgoing.related.filter(|_| number != GET_STREAM);
+            journal.push(number, data, finish, request);
+            return;
+        }
         match destination {
             Destination::Stream(number, finish) => {
                 let limits = self.limits;
@@ -382,6 +457,14 @@ impl SessionEvents for HttpSession {
     /// The handler is cancelled by the peer; the request's stream ends here without a response.
     fn cancelled(&self, id: &RequestId) {
         self.end_request(id);
+    }
+
+    /// A copy of a shared session with an event store announces registry changes only while
+    /// its node serves the GET stream: the stream is in the store, and one node writes them.
+    fn hears_changes(&self) -> bool {
+        self.journal
+            .as_ref()
+            .is_none_or(|journal| journal.serves_get())
     }
 
     fn log_level(&self, level: LoggingLevel) {

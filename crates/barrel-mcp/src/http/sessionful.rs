@@ -22,6 +22,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use super::durable::Touch;
+use super::follow::{self, Followed};
 use super::replica;
 use super::reply::{self, Accepts};
 use super::session::{HttpSession, Refused, Reply};
@@ -131,23 +132,33 @@ pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Res
             None => return bad_request("malformed Last-Event-ID"),
         },
     };
-    let attached = match session.attach(cursor) {
-        Ok(attached) => attached,
-        Err(true) => {
-            return reply::error(
-                StatusCode::CONFLICT,
-                None,
-                reply::rpc_error(-32600, "the session's GET stream is already open"),
-            );
-        }
-        Err(false) => return bad_request("Last-Event-ID names an event not sent yet"),
+    let attached = match &session.journal {
+        // Streams in the event store: any node serves them.
+        Some(journal) => match follow::attach(&session, journal, cursor, &state.config).await {
+            Ok(followed) => followed,
+            Err(refusal) => return refusal.response(),
+        },
+        None => match session.attach(cursor) {
+            Ok(attached) => Followed::from(attached),
+            Err(true) => {
+                return reply::error(
+                    StatusCode::CONFLICT,
+                    None,
+                    reply::rpc_error(-32600, "the session's GET stream is already open"),
+                );
+            }
+            Err(false) => return bad_request("Last-Event-ID names an event not sent yet"),
+        },
     };
+    let ending = attached
+        .over
+        .map(|over| sse::Ending::when(over.clone(), over.drop_guard()));
     let mut response = reply::event_stream(sse::body(
         attached.initial,
         attached.live,
         |event: Bytes| event,
         state.config.keep_alive,
-        None,
+        ending,
     ));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(reply::SESSION_ID, value);
@@ -286,7 +297,7 @@ pub(super) fn check_version(headers: &HeaderMap) -> Result<Option<ProtocolVersio
         .ok_or_else(|| bad_request("unsupported MCP-Protocol-Version"))
 }
 
-fn bad_request(message: &str) -> Response {
+pub(super) fn bad_request(message: &str) -> Response {
     reply::error(
         StatusCode::BAD_REQUEST,
         None,

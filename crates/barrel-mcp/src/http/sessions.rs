@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use super::config::HttpConfig;
 use super::durable::{self, Durable};
+use super::journal::Journal;
 use super::session::{HttpSession, Quota, SessionWriter};
 use super::shared::SharedSessions;
 use super::sse::Limits;
@@ -184,6 +185,17 @@ impl Sessions {
                 config.session_idle_timeout,
                 origin,
             );
+            let journal = shared.events.as_ref().map(|events| {
+                Journal::new(
+                    record.id.clone(),
+                    Arc::clone(events),
+                    shared.event_limits(config),
+                    shared.clone(),
+                    durable.node,
+                    self.tasks.clone(),
+                    weak.clone(),
+                )
+            });
             HttpSession::new(
                 record.id.clone(),
                 record.principal.clone(),
@@ -191,7 +203,7 @@ impl Sessions {
                 false,
                 limits(config),
             )
-            .with_durable(durable, record.initialized)
+            .with_durable(durable, journal, record.initialized)
         });
         let name = durable::server_name(&record.id);
         let start = if origin {

@@ -10,6 +10,10 @@
 //!   every node holding a copy loads the record and takes its state;
 //! - `session-deliver:<id>\n<message>`: a client's message for the node running its request
 //!   (`forward.rs`);
+//! - `session-appended:<id>`: a node appended to the session's GET stream in the event store;
+//!   the node serving that stream reads it (`journal.rs`);
+//! - `session-get:<tag>:<id>`: the client opened the session's GET stream on node `tag`; every
+//!   other node stops serving it;
 //! - a [`Delivery::Gap`] (messages may have been lost): every copy is checked against the
 //!   store.
 //!
@@ -32,7 +36,9 @@ use tokio_util::sync::CancellationToken;
 use super::sessions::Sessions;
 use super::{State, forward, relay};
 use crate::server::Server;
-use crate::store::{Bus, Delivery, SessionStore, Subscription, Topic};
+use crate::store::{
+    Bus, Delivery, EventLimits, EventStore, NodeTag, SessionStore, Subscription, Topic,
+};
 
 /// Where the sessions of a replicated service live: set
 /// [`HttpConfig::shared_sessions`](super::HttpConfig::shared_sessions) on every node (every
@@ -60,7 +66,11 @@ use crate::store::{Bus, Delivery, SessionStore, Subscription, Topic};
 /// on the bus. A client's `notifications/cancelled` reaches every node holding the session.
 /// One bus serves one endpoint (the endpoint takes the bus's inbox).
 ///
-/// Not shared yet: a GET stream and its replay stay on the node that serves it.
+/// With an event store ([`events`](Self::events), which [`redis`](Self::redis) sets), the
+/// streams are shared too: every event of a stream is stored before the client sees its id,
+/// so a stream the client resumes (`Last-Event-ID`) on another node replays what it missed
+/// and follows the rest from the store; the GET stream follows the node the client last
+/// opened it on. Without one, a stream replays only on the node that produced it.
 #[derive(Clone)]
 pub struct SharedSessions {
     /// Where sessions live.
@@ -89,6 +99,23 @@ pub struct SharedSessions {
     /// once). With `max_forwarded_bytes`, bounds what one client can put into the nodes'
     /// inboxes. Default 256.
     pub max_forwards_per_second: u32,
+    /// Where the events of the sessions' streams live, shared by every node (`None`: each
+    /// node keeps the streams it produces, and only it replays them). Default `None`;
+    /// [`redis`](Self::redis) sets a [`RedisEventStore`](crate::store::RedisEventStore).
+    pub events: Option<Arc<dyn EventStore>>,
+    /// How long a finished stream stays resumable in the event store after its last event.
+    /// Default 60 s.
+    pub finished_stream_ttl: Duration,
+    /// Streams one session may hold in the event store at once, its GET stream included
+    /// ([`EventLimits::max_streams`]). Default 1,024.
+    pub max_streams: usize,
+    /// How often a node reads the event store for a stream it follows but does not produce (a
+    /// request's stream resumed away from the node running the request). Default 100 ms.
+    pub follow_interval: Duration,
+    /// Messages of one session waiting to be stored in the event store, in order; past it a
+    /// message goes out without an id (its live reader sees it; a resume cannot replay it).
+    /// Default 1,024.
+    pub max_pending_events: usize,
 }
 
 impl SharedSessions {
@@ -101,6 +128,31 @@ impl SharedSessions {
             max_pending_changes: 256,
             max_forwarded_bytes: 4 * 1024 * 1024,
             max_forwards_per_second: 256,
+            events: None,
+            finished_stream_ttl: Duration::from_secs(60),
+            max_streams: 1_024,
+            follow_interval: Duration::from_millis(100),
+            max_pending_events: 1_024,
+        }
+    }
+
+    /// The same, with the sessions' streams in `events`.
+    #[must_use]
+    pub fn with_events(mut self, events: Arc<dyn EventStore>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// The bounds the event store applies to a session's streams under `config`: its replay
+    /// bounds and idle timeout (with the eighth a touch may lag), and this value's stream
+    /// bounds.
+    pub(crate) fn event_limits(&self, config: &super::HttpConfig) -> EventLimits {
+        EventLimits {
+            replay_events: config.replay_events,
+            replay_bytes: config.replay_bytes,
+            session_ttl: config.session_idle_timeout + config.session_idle_timeout / 8,
+            finished_stream_ttl: self.finished_stream_ttl,
+            max_streams: self.max_streams,
         }
     }
 }
@@ -108,7 +160,8 @@ impl SharedSessions {
 #[cfg(feature = "redis")]
 impl SharedSessions {
     /// Sessions in Redis, under the default limits: a
-    /// [`RedisSessionStore`](crate::store::RedisSessionStore) and a
+    /// [`RedisSessionStore`](crate::store::RedisSessionStore), a
+    /// [`RedisEventStore`](crate::store::RedisEventStore) and a
     /// [`RedisBus`](crate::store::RedisBus) (joined with `bus`) on the one connection `redis`,
     /// under its key prefix. Fails as [`RedisBus::start`](crate::store::RedisBus::start) does.
     pub async fn redis(
@@ -116,8 +169,9 @@ impl SharedSessions {
         bus: crate::store::BusOptions,
     ) -> Result<Self, crate::store::StoreError> {
         let joined = crate::store::RedisBus::start(redis.clone(), bus).await?;
-        let store = crate::store::RedisSessionStore::new(redis);
-        Ok(Self::new(Arc::new(store), Arc::new(joined)))
+        let store = crate::store::RedisSessionStore::new(redis.clone());
+        let events = crate::store::RedisEventStore::new(redis);
+        Ok(Self::new(Arc::new(store), Arc::new(joined)).with_events(Arc::new(events)))
     }
 }
 
@@ -129,6 +183,11 @@ impl fmt::Debug for SharedSessions {
             .field("max_pending_changes", &self.max_pending_changes)
             .field("max_forwarded_bytes", &self.max_forwarded_bytes)
             .field("max_forwards_per_second", &self.max_forwards_per_second)
+            .field("events", &self.events.is_some())
+            .field("finished_stream_ttl", &self.finished_stream_ttl)
+            .field("max_streams", &self.max_streams)
+            .field("follow_interval", &self.follow_interval)
+            .field("max_pending_events", &self.max_pending_events)
             .finish_non_exhaustive()
     }
 }
@@ -143,11 +202,19 @@ pub(crate) enum News<'a> {
     /// A message the client sent into the session (its JSON text) belongs to a node other
     /// than the one it reached (see `forward.rs`): published to all, or sent to one inbox.
     Deliver { session: &'a str, message: &'a str },
+    /// An event was appended to the session's GET stream in the event store (by a node that
+    /// does not serve it): the node serving it reads it.
+    Appended(&'a str),
+    /// The session's GET stream is now served by `node` (the client opened it there): every
+    /// other node stops serving it.
+    GetTaken { session: &'a str, node: NodeTag },
 }
 
 const ENDED: &str = "session-ended:";
 const CHANGED: &str = "session-changed:";
 const DELIVER: &str = "session-deliver:";
+const APPENDED: &str = "session-appended:";
+const GET_TAKEN: &str = "session-get:";
 
 impl<'a> News<'a> {
     pub(crate) fn encode(self) -> Bytes {
@@ -157,6 +224,10 @@ impl<'a> News<'a> {
             // A session id never holds a line break (see `is_session_id`).
             Self::Deliver { session, message } => {
                 Bytes::from([DELIVER, session, "\n", message].concat())
+            }
+            Self::Appended(id) => Bytes::from([APPENDED, id].concat()),
+            Self::GetTaken { session, node } => {
+                Bytes::from(format!("{GET_TAKEN}{}:{session}", node.get()))
             }
         }
     }
@@ -168,6 +239,12 @@ impl<'a> News<'a> {
             Some(Self::Ended(id))
         } else if let Some(id) = text.strip_prefix(CHANGED) {
             Some(Self::Changed(id))
+        } else if let Some(id) = text.strip_prefix(APPENDED) {
+            Some(Self::Appended(id))
+        } else if let Some(taken) = text.strip_prefix(GET_TAKEN) {
+            let (node, session) = taken.split_once(':')?;
+            let node = NodeTag::new(node.parse().ok()?).filter(|n| *n != NodeTag::LOCAL)?;
+            Some(Self::GetTaken { session, node })
         } else {
             let (session, message) = text.strip_prefix(DELIVER)?.split_once('\n')?;
             Some(Self::Deliver { session, message })
@@ -290,6 +367,16 @@ async fn follow(
                 Some(News::Deliver { session, message }) => {
                     forward::receive(&sessions, session, message).await;
                 }
+                Some(News::Appended(id)) => {
+                    if let Some(session) = sessions.get(id) {
+                        session.get_stream_grew();
+                    }
+                }
+                Some(News::GetTaken { session: id, node }) => {
+                    if let Some(session) = sessions.get(id) {
+                        session.get_stream_taken(node);
+                    }
+                }
                 None => {
                     if let Some(event) = relay::decode(&body) {
                         server.emit_here(event);
@@ -300,6 +387,9 @@ async fn follow(
                 tracing::debug!("news may have been lost: every list is announced changed");
                 for event in relay::after_gap() {
                     server.emit_here(event);
+                }
+                for session in sessions.copies() {
+                    session.get_stream_grew();
                 }
                 let copies = futures_util::stream::iter(sessions.copies());
                 copies
@@ -327,12 +417,28 @@ mod tests {
             session: "abc",
             message: "{\"a\":\"b\\nc\"}\n",
         };
-        for news in [News::Ended("abc-_1"), News::Changed("x:y"), deliver] {
+        let taken = News::GetTaken {
+            session: "a:b",
+            node: crate::store::NodeTag::new(7).unwrap_or_default(),
+        };
+        for news in [
+            News::Ended("abc-_1"),
+            News::Changed("x:y"),
+            deliver,
+            News::Appended("s"),
+            taken,
+        ] {
             let body = news.encode();
             assert_eq!(News::decode(&body), Some(news));
         }
         assert_eq!(News::decode(b"tools changed"), None);
         assert_eq!(News::decode(&[0xff, 0xfe]), None);
         assert_eq!(News::decode(b"session-deliver:no line break"), None);
+        assert_eq!(
+            News::decode(b"session-get:0:s"),
+            None,
+            "tag 0 names no node"
+        );
+        assert_eq!(News::decode(b"session-get:x:s"), None);
     }
 }

@@ -146,10 +146,7 @@ impl EventStream {
         let before = self.replay_bytes;
         let seq = self.next_seq;
         self.next_seq += 1;
-        let event = Bytes::from(format!(
-            "id: {}.{seq}\nevent: message\ndata: {data}\n\n",
-            self.id,
-        ));
+        let event = numbered_event(self.id, seq, data);
         self.replay_bytes += event.len();
         self.replay.push_back((seq, event.clone()));
         while self.replay.len() > limits.replay_events
@@ -173,6 +170,29 @@ impl EventStream {
         self.replay_bytes as isize - before as isize
     }
 
+    /// Writes one message the event store numbered `seq` (a shared session's stream: the store
+    /// is the truth, and this buffer mirrors what it holds of this node's streams).
+    pub(crate) fn push_numbered(&mut self, seq: u64, data: &str, limits: &Limits) -> isize {
+        if self.finished || seq < self.next_seq {
+            return 0;
+        }
+        self.next_seq = seq;
+        self.push(data, limits)
+    }
+
+    /// Writes one message without an id, to the live reader only (a shared session's event
+    /// the store could not take: seen live, never replayed).
+    pub(crate) fn push_unnumbered(&mut self, data: &str) {
+        if self.finished {
+            return;
+        }
+        if let Some(live) = &self.live
+            && live.try_send(unnumbered_event(data)).is_err()
+        {
+            self.live = None;
+        }
+    }
+
     /// Ends the stream: no more events; the live reader ends after what is queued.
     pub(crate) fn finish(&mut self) {
         self.finished = true;
@@ -180,12 +200,29 @@ impl EventStream {
     }
 
     fn priming(&self, retry: Duration) -> Bytes {
-        Bytes::from(format!(
-            "id: {}.0\nretry: {}\ndata: \n\n",
-            self.id,
-            retry.as_millis()
-        ))
+        priming_event(self.id, 0, retry)
     }
+}
+
+/// One event of stream `stream` with sequence number `seq` carrying `data` (a message's JSON).
+pub(crate) fn numbered_event(stream: u64, seq: u64, data: &str) -> Bytes {
+    Bytes::from(format!(
+        "id: {stream}.{seq}\nevent: message\ndata: {data}\n\n"
+    ))
+}
+
+/// One event without an id carrying `data`.
+pub(crate) fn unnumbered_event(data: &str) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+}
+
+/// The priming event of stream `stream`: its id names event `seq` (0: none yet), so a client
+/// resumes from there.
+pub(crate) fn priming_event(stream: u64, seq: u64, retry: Duration) -> Bytes {
+    Bytes::from(format!(
+        "id: {stream}.{seq}\nretry: {}\ndata: \n\n",
+        retry.as_millis()
+    ))
 }
 
 /// The notice that starts a replay whose cursor is older than what the stream kept (`first` is
@@ -199,7 +236,7 @@ pub(crate) fn truncated_notice(stream: u64, after: u64, first: Option<u64>) -> B
         barrel_mcp_types::method::names::NOTIFICATIONS_REPLAY_TRUNCATED,
         serde_json::to_value(params).ok(),
     );
-    Bytes::from(format!("event: message\ndata: {}\n\n", notice.to_json()))
+    unnumbered_event(&notice.to_json())
 }
 
 /// Parses a `Last-Event-ID` of the form `stream.seq`.
@@ -250,7 +287,7 @@ pub(crate) async fn gather_first(attached: &mut Attached, wait: Duration) {
 
 /// Frames one message as an SSE event without an id (2026-07-28 streams are not resumable).
 pub(crate) fn plain_event(message: &Message) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {}\n\n", message.to_json()))
+    unnumbered_event(&message.to_json())
 }
 
 fn never_last<T>(_: &T) -> bool {

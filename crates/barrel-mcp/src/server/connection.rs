@@ -38,6 +38,12 @@ pub(crate) trait SessionEvents: Send + Sync {
     fn subscribed(&self, uri: &str);
     /// `resources/unsubscribe` took `uri` out of the session's subscriptions.
     fn unsubscribed(&self, uri: &str);
+    /// True when registry changes (`list_changed`, `resources/updated`) are to be announced to
+    /// the session from here now (a copy of a shared session on a node that does not serve its
+    /// GET stream leaves them to the node that does). Default: always.
+    fn hears_changes(&self) -> bool {
+        true
+    }
 }
 
 /// The server's side of one connection.
@@ -230,6 +236,24 @@ impl SessionSync {
             connection.start_forwarding(peer);
         }
     }
+
+    /// Announces every kind of change, and an update of every resource the session
+    /// subscribes to, to its client (changes it may have missed: the node that announced them
+    /// to it stopped), on a task of its own.
+    pub(crate) fn announce_all(&self, peer: &Peer) {
+        let Some(connection) = self.0.upgrade() else {
+            return;
+        };
+        let session = match &*connection.state() {
+            State::Session { session, .. } => Arc::clone(session),
+            State::Opening => return,
+        };
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let batch = ServerEvent::after_lag(session.subscribed());
+            announce(&peer, &session, batch).await;
+        });
+    }
 }
 
 #[cfg(feature = "http-server")]
@@ -350,21 +374,33 @@ async fn forward_events(
             }
             Err(RecvError::Closed) => return,
         };
-        for event in batch {
-            let sent = match event {
-                ServerEvent::ResourceUpdated(uri) => {
-                    if !session.is_subscribed(&uri) {
-                        continue;
-                    }
-                    let params = serde_json::json!({ "uri": uri });
-                    peer.notify("notifications/resources/updated", Some(params))
-                        .await
-                }
-                event => peer.notify(event.method(), None).await,
-            };
-            if sent.is_err() {
-                return;
-            }
+        if !session.hears_changes() {
+            continue;
+        }
+        if !announce(&peer, &session, batch).await {
+            return;
         }
     }
+}
+
+/// Announces `batch` to the session's client (a resource update only when it subscribes to
+/// it); false once the connection is gone.
+async fn announce(peer: &Peer, session: &Session, batch: Vec<ServerEvent>) -> bool {
+    for event in batch {
+        let sent = match event {
+            ServerEvent::ResourceUpdated(uri) => {
+                if !session.is_subscribed(&uri) {
+                    continue;
+                }
+                let params = serde_json::json!({ "uri": uri });
+                peer.notify("notifications/resources/updated", Some(params))
+                    .await
+            }
+            event => peer.notify(event.method(), None).await,
+        };
+        if sent.is_err() {
+            return false;
+        }
+    }
+    true
 }

@@ -99,6 +99,11 @@ impl Session {
         self.events.as_ref().and_then(Weak::upgrade)
     }
 
+    /// True when registry changes are announced to the session from this process now.
+    pub(crate) fn hears_changes(&self) -> bool {
+        self.events().is_none_or(|events| events.hears_changes())
+    }
+
     /// The stand-in for one request of a sessionless server on `version`.
     #[cfg(feature = "http-server")]
     pub(crate) fn detached(version: ProtocolVersion) -> Self {

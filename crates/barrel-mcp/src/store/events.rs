@@ -189,6 +189,30 @@ pub trait EventStore: Send + Sync + 'static {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
 
+    /// Appends the first event of a stream its producer has not opened yet: opens it with
+    /// `info` as [`open`](Self::open) does, then appends as [`append`](Self::append) does, in
+    /// one round trip where the store can (the default runs the two). `Ok(None)`: nothing
+    /// was stored (the session is full of open streams, or the stream was there and is
+    /// finished).
+    fn append_first<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(async move {
+            match self.open(session, stream, info, limits).await? {
+                Opened::Full => Ok(None),
+                Opened::Created | Opened::Existed => {
+                    self.append(session, stream, data, last, limits).await
+                }
+            }
+        })
+    }
+
     /// The events of a stream after `after` (0: from the start), oldest first. `Ok(None)`: no
     /// such stream (never opened, expired or forgotten).
     fn replay<'a>(
@@ -223,6 +247,18 @@ impl<T: EventStore + ?Sized> EventStore for Arc<T> {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         (**self).append(session, stream, data, last, limits)
+    }
+
+    fn append_first<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        (**self).append_first(session, stream, info, data, last, limits)
     }
 
     fn replay<'a>(

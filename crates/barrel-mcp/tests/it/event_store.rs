@@ -113,6 +113,7 @@ macro_rules! event_store_suite {
             data_is_kept_byte_for_byte,
             idle_sessions_expire,
             idle_open_streams_go_and_free_their_place,
+            the_first_append_opens_the_stream,
         );
         event_store_suite!(@threaded $make;
             concurrent_appends_to_the_get_stream_are_numbered_gap_free,
@@ -448,6 +449,57 @@ pub(crate) async fn the_stream_cap_evicts_finished_streams_only(make: &Make) {
         Opened::Full
     );
     assert_eq!(store.replay("u", GET, 0).await.unwrap(), None);
+}
+
+pub(crate) async fn the_first_append_opens_the_stream(make: &Make) {
+    let store = make().await;
+    let limits = EventLimits {
+        max_streams: 2,
+        ..EventLimits::default()
+    };
+    let first = store
+        .append_first("s", 7, post_info(3, 9), "e1", false, &limits)
+        .await
+        .unwrap();
+    assert_eq!(first, Some(1), "opened and numbered from 1");
+    append(&*store, "s", 7, "e2", false, &limits).await;
+    let held = replay(&*store, "s", 7, 0).await;
+    assert_eq!(texts(&held), ["e1", "e2"]);
+    assert_eq!(
+        held.info,
+        post_info(3, 9),
+        "the stream records who produces it"
+    );
+    // A second stream fills the session; the third first finished one makes room, as `open`.
+    let only = store
+        .append_first("s", 8, post_info(3, 10), "r8", true, &limits)
+        .await
+        .unwrap();
+    assert_eq!(only, Some(1));
+    let third = store
+        .append_first("s", 9, post_info(3, 11), "e9", false, &limits)
+        .await
+        .unwrap();
+    assert_eq!(third, Some(1), "the finished stream 8 made room");
+    assert_eq!(store.replay("s", 8, 0).await.unwrap(), None);
+    // Full of open streams: nothing stored.
+    assert_eq!(
+        store
+            .append_first("s", 10, post_info(3, 12), "x", false, &limits)
+            .await
+            .unwrap(),
+        None,
+    );
+    assert_eq!(store.replay("s", 10, 0).await.unwrap(), None);
+    // A finished stream is not opened again by a late first append.
+    append(&*store, "s", 9, "r9", true, &limits).await;
+    assert_eq!(
+        store
+            .append_first("s", 9, post_info(3, 11), "late", false, &limits)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 pub(crate) async fn data_is_kept_byte_for_byte(make: &Make) {

@@ -13,7 +13,8 @@
 //! The channel `P:s:{sid}` gets one message per append: see [`PublishedEvent`].
 //!
 //! Round trips: `open` 1 (a script), `append` 1 (a script: numbering, trimming, expiry and the
-//! publish, atomically, so the channel's order is the store's), `replay` 1 (an atomic
+//! publish, atomically, so the channel's order is the store's), `append_first` 1 (the same
+//! script opens the stream first; 3 when the session is full of streams), `replay` 1 (an atomic
 //! pipeline: the record, the events after the cursor, the count held and Redis's clock),
 //! `forget` 1 (a script). Trimming is exact (`XTRIM MINID`, not `~`): `first_available` is
 //! then exactly what the bounds leave, and the byte bound holds (an approximate trim keeps up
@@ -140,6 +141,9 @@ impl RedisEventStore {
         }
     }
 
+    /// Appends, and with `first` (the stream's info) opens the stream first when it is not
+    /// there: one script, one round trip (a session full of streams takes two more: `OPEN`,
+    /// which makes room, then the append).
     async fn append_now(
         &self,
         session: &str,
@@ -147,7 +151,12 @@ impl RedisEventStore {
         data: &str,
         last: bool,
         limits: &EventLimits,
+        first: Option<StreamInfo>,
     ) -> Result<Option<u64>, StoreError> {
+        let opening = match &first {
+            Some(info) => encode_info(info)?,
+            None => String::new(),
+        };
         let prefix = self.events_prefix(session);
         let seq: i64 = self
             .scripts
@@ -165,12 +174,23 @@ impl RedisEventStore {
             .arg(millis(limits.finished()))
             .arg(millis(limits.records()))
             .arg(self.channel(session))
+            .arg(opening)
+            .arg(limits.max_streams)
             .invoke_async(&mut self.redis.commands())
             .await
             .map_err(|e| self.fail(&e))?;
         match seq {
             0 => Ok(None),
             seq if seq > 0 => Ok(u64::try_from(seq).ok()),
+            -2 => match first {
+                Some(info) => match self.open_now(session, stream, info, limits).await? {
+                    Opened::Full => Ok(None),
+                    Opened::Created | Opened::Existed => {
+                        Box::pin(self.append_now(session, stream, data, last, limits, None)).await
+                    }
+                },
+                None => Ok(None),
+            },
             _ => Err(StoreError::Corrupt(format!(
                 "the record or events of stream {stream} are unreadable"
             ))),
@@ -269,7 +289,19 @@ impl EventStore for RedisEventStore {
         last: bool,
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        Box::pin(self.append_now(session, stream, data, last, limits))
+        Box::pin(self.append_now(session, stream, data, last, limits, None))
+    }
+
+    fn append_first<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(self.append_now(session, stream, data, last, limits, Some(info)))
     }
 
     fn replay<'a>(

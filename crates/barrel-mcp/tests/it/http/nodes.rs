@@ -7,7 +7,7 @@
 //! carried across nodes; `lifetimes.rs`: deletion, expiry, store failures, principals, caps and
 //! concurrent restores; `asks.rs`: a server-to-client request answered on the other node, and a
 //! cancellation sent to the other node; `retag.rs`: a node that takes a new tag rebuilds its
-//! copies. With feature `redis`, `redis.rs` runs the continuation over
+//! copies; `replay.rs`: streams shared through an event store. With feature `redis`, `redis.rs` runs the continuation over
 //! `RedisSessionStore` and `RedisBus`.
 
 use std::sync::Arc;
@@ -31,6 +31,7 @@ mod asks;
 mod lifetimes;
 #[cfg(feature = "redis")]
 mod redis;
+mod replay;
 mod retag;
 mod state;
 

@@ -104,9 +104,14 @@ return 1
 
 /// `APPEND` (keys: the table, the stream's events, the GET stream's events, the session's full
 /// mark; args: stream, data, last `0`/`1`, max events, max bytes, session TTL ms, finished TTL
-/// ms, table TTL ms, channel). Returns the event's sequence number, 0 when there is no open
-/// stream by that number (an open one past its expiry is forgotten on the way), -1 when its
-/// record or events are unreadable (nothing written).
+/// ms, table TTL ms, channel, `<producer>|<request>` or empty, max streams). Returns the
+/// event's sequence number, 0 when there is no open stream by that number (an open one past
+/// its expiry is forgotten on the way), -1 when its record or events are unreadable (nothing
+/// written), -2 when it was to open the stream but the session holds max streams (the caller
+/// opens it with `OPEN`, which makes room).
+///
+/// With the info argument (the stream's first event), a stream that is not there (or is gone)
+/// is created first, as `OPEN` creates one.
 ///
 /// Everything that can refuse is checked before the first write: the record, the type of the
 /// events key, its newest entry (older than the new event's id), and the entries the bounds
@@ -119,7 +124,20 @@ return 1
 const APPEND: &str = r"
 local now = now_ms()
 local record = redis.call('HGET', KEYS[1], ARGV[1])
-if not record then return 0 end
+if record and ARGV[10] ~= '' then
+  local gone = string.match(record, '^[od](%d+)|')
+  if gone and tonumber(gone) <= now then
+    redis.call('HDEL', KEYS[1], ARGV[1])
+    redis.call('DEL', KEYS[2])
+    record = nil
+  end
+end
+if not record then
+  if ARGV[10] == '' then return 0 end
+  if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[11]) then return -2 end
+  redis.call('DEL', KEYS[2], KEYS[4])
+  record = 'o' .. int(now + tonumber(ARGV[6])) .. '|0|0|' .. ARGV[10]
+end
 local state, deadline, latest, bytes, info = string.match(record, '^([od])(%d+)|(%d+)|(%d+)|(.*)$')
 if not state then return -1 end
 if state == 'd' then return 0 end

@@ -1,0 +1,241 @@
+//! Streams shared through an event store (`SharedSessions::events`, here one
+//! `MemoryEventStore` both nodes hold): a request's stream produced on A is resumed on B,
+//! replayed and followed to its response; a stream whose node is gone is answered with an
+//! error; the GET stream is served by the node the client last opened it on, each registry
+//! change written once, and resumed on another node with what it missed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use barrel_mcp::store::{Bus, EventStore, LocalBus, LocalHub, MemoryEventStore, NodeTag};
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::{Nodes, TestStore};
+use crate::http::{Client, SseReader};
+use crate::support::within;
+
+fn call(id: i64, tool: &str) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}})
+}
+
+/// Two nodes of one hub, their streams in one memory event store; the buses are returned so a
+/// test can stop one.
+async fn nodes() -> (Nodes, Arc<LocalBus>, Arc<LocalBus>) {
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
+    let store = Arc::new(TestStore::default());
+    let hub = LocalHub::new();
+    let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(hub.join()));
+    let nodes = Nodes::start(
+        store.clone(),
+        store,
+        bus_a.clone(),
+        bus_b.clone(),
+        |_, config| {
+            if let Some(shared) = config.shared_sessions.as_mut() {
+                shared.events = Some(Arc::clone(&events));
+                shared.follow_interval = Duration::from_millis(20);
+            }
+        },
+    )
+    .await;
+    (nodes, bus_a, bus_b)
+}
+
+/// GET with `Last-Event-ID: cursor` (or none).
+async fn get(client: &Client, cursor: Option<&str>) -> crate::http::Response {
+    let mut headers = vec![("accept", "text/event-stream")];
+    if let Some(cursor) = cursor {
+        headers.push(("last-event-id", cursor));
+    }
+    client.send(Method::GET, &headers, None).await
+}
+
+/// The stream number of an event id `stream.seq`.
+fn stream_of(id: &str) -> u64 {
+    id.split_once('.')
+        .and_then(|(stream, _)| stream.parse().ok())
+        .expect("an event id")
+}
+
+/// The next event carrying a message, with its id.
+async fn next(stream: &mut SseReader) -> (Option<String>, Value) {
+    loop {
+        let event = within(stream.next_event())
+            .await
+            .expect("stream ended early");
+        if !event.data.is_empty() {
+            return (event.id, serde_json::from_str(&event.data).expect("JSON"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_stream_produced_on_a_is_resumed_on_b_to_its_response() {
+    let (nodes, bus_a, _bus_b) = nodes().await;
+    let (on_a, on_b) = nodes.opened().await;
+
+    let mut stream = SseReader::new(on_a.post(&call(2, "ask_name")).await);
+    let priming = within(stream.next_event()).await.expect("priming event");
+    let priming_id = priming.id.expect("the priming event has an id");
+    let number = stream_of(&priming_id);
+    assert_eq!(
+        NodeTag::of_stream(number),
+        Some(bus_a.node()),
+        "a shared session's stream numbers carry their node: {priming_id}"
+    );
+    let (ask_id, ask) = next(&mut stream).await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    // The client loses the stream and resumes it on B, from the priming event.
+    drop(stream);
+    let resumed = get(&on_b, Some(&priming_id)).await;
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let mut resumed = SseReader::new(resumed);
+    let (again_id, again) = next(&mut resumed).await;
+    assert_eq!(
+        again_id, ask_id,
+        "the event the client missed, under its id"
+    );
+    assert_eq!(again, ask);
+
+    // The answer reaches A; A's response reaches the client on B's stream.
+    let answer = json!({"jsonrpc":"2.0","id":ask["id"],
+        "result":{"action":"accept","content":{"name":"Ada"}}});
+    assert_eq!(on_b.post(&answer).await.status(), StatusCode::ACCEPTED);
+    let (_, result) = next(&mut resumed).await;
+    assert_eq!(result["id"], 2, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "Hello, Ada!");
+    assert!(
+        within(resumed.next_event()).await.is_none(),
+        "the stream ends with its response"
+    );
+    nodes.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_whose_node_is_gone_is_answered_with_an_error() {
+    let (nodes, bus_a, _bus_b) = nodes().await;
+    let (on_a, on_b) = nodes.opened().await;
+    let mut stream = SseReader::new(on_a.post(&call(3, "ask_name")).await);
+    let priming = within(stream.next_event()).await.expect("priming event");
+    let (ask_id, _) = next(&mut stream).await;
+    drop(stream);
+    // A leaves the service: its request will never be answered.
+    bus_a.stop();
+    let resumed = get(&on_b, priming.id.as_deref()).await;
+    let mut resumed = SseReader::new(resumed);
+    let (again_id, _) = next(&mut resumed).await;
+    assert_eq!(again_id, ask_id);
+    let (_, answer) = next(&mut resumed).await;
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(within(resumed.next_event()).await.is_none());
+    nodes.stop().await;
+}
+
+/// Reads messages until one with `method` arrives, for at most 5 s; the number read before it.
+async fn until_method(stream: &mut SseReader, method: &str) -> (Option<String>, usize) {
+    let mut skipped = 0;
+    loop {
+        let (id, message) = next(stream).await;
+        if message["method"] == method {
+            return (id, skipped);
+        }
+        skipped += 1;
+    }
+}
+
+#[tokio::test]
+async fn the_get_stream_follows_the_node_it_was_opened_on() {
+    let (nodes, _bus_a, _bus_b) = nodes().await;
+    let (on_a, on_b) = nodes.opened().await;
+
+    // Opened on B: B serves it; a change announced on A is written once, by B.
+    let on_b_get = get(&on_b, None).await;
+    assert_eq!(on_b_get.status(), StatusCode::OK);
+    let mut on_b_get = SseReader::new(on_b_get);
+    let priming = within(on_b_get.next_event()).await.expect("priming event");
+    assert_eq!(priming.id.as_deref(), Some("0.0"));
+    // B takes a moment to hear the client initialized on A.
+    let (changed_id, _) = {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            nodes.a_server.tools_list_changed();
+            let next = tokio::time::timeout(Duration::from_millis(150), next(&mut on_b_get));
+            if let Ok(found) = next.await {
+                break found;
+            }
+            assert!(std::time::Instant::now() < deadline, "never announced on B");
+        }
+    };
+    let changed_id = changed_id.expect("GET events have ids");
+    assert_eq!(stream_of(&changed_id), 0, "{changed_id}");
+
+    // Opened again on A, from the priming event: A replays what B wrote, serves it from now,
+    // and B's stream ends.
+    let on_a_get = get(&on_a, priming.id.as_deref()).await;
+    assert_eq!(on_a_get.status(), StatusCode::OK);
+    let mut on_a_get = SseReader::new(on_a_get);
+    let (replayed_id, replayed) = next(&mut on_a_get).await;
+    assert_eq!(replayed_id.as_deref(), Some(changed_id.as_str()));
+    assert_eq!(replayed["method"], "notifications/tools/list_changed");
+    loop {
+        match within(on_b_get.next_event()).await {
+            None => break,
+            Some(event) => assert!(
+                event.data.is_empty() || event.data.contains("tools/list_changed"),
+                "B wrote {}",
+                event.data
+            ),
+        }
+    }
+
+    // A change made on B now reaches the client through A, once.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    nodes.b_server.prompts_list_changed();
+    let (_, before) = until_method(&mut on_a_get, "notifications/prompts/list_changed").await;
+    let extra = tokio::time::timeout(Duration::from_millis(300), next(&mut on_a_get)).await;
+    assert!(extra.is_err(), "written twice: {extra:?}");
+    assert!(
+        before <= 2,
+        "{before} repeats of earlier changes came first"
+    );
+    nodes.stop().await;
+}
+
+#[tokio::test]
+async fn a_get_stream_whose_node_is_gone_is_taken_over_with_every_change_announced() {
+    let (nodes, bus_a, _bus_b) = nodes().await;
+    let (on_a, on_b) = nodes.opened().await;
+    let on_a_get = get(&on_a, None).await;
+    let mut on_a_get = SseReader::new(on_a_get);
+    let priming = within(on_a_get.next_event()).await.expect("priming event");
+    nodes.a_server.resources_list_changed();
+    let (seen, _) = until_method(&mut on_a_get, "notifications/resources/list_changed").await;
+    drop(on_a_get);
+    bus_a.stop();
+    // The client comes back on B: what A wrote is replayed, then every kind of change is
+    // announced (A may have had more to write).
+    let on_b_get = get(&on_b, priming.id.as_deref()).await;
+    assert_eq!(on_b_get.status(), StatusCode::OK);
+    let mut on_b_get = SseReader::new(on_b_get);
+    let (again, message) = next(&mut on_b_get).await;
+    assert_eq!(again, seen);
+    assert_eq!(message["method"], "notifications/resources/list_changed");
+    let mut announced = Vec::new();
+    while announced.len() < 3 {
+        let (id, message) = next(&mut on_b_get).await;
+        assert!(id.is_some_and(|id| stream_of(&id) == 0));
+        announced.push(message["method"].as_str().unwrap_or_default().to_owned());
+    }
+    announced.sort();
+    assert_eq!(
+        announced,
+        [
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed",
+            "notifications/tools/list_changed"
+        ]
+    );
+    nodes.stop().await;
+}
