@@ -54,6 +54,7 @@ mod forward;
 mod guard;
 mod journal;
 mod legacy;
+mod legacy_nodes;
 mod listener;
 mod prefixed;
 mod relay;

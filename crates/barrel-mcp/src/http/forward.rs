@@ -193,8 +193,10 @@ pub(crate) async fn receive(sessions: &Sessions, session: &str, message: &str) {
             return;
         }
     };
-    // A cancellation reaches every node; only the one running the request acts on it.
+    // A cancellation reaches every node; only the one running the request acts on it (a
+    // legacy session's messages are sent to the one node holding it).
     if let Target::Running(id) = target(&message, NodeTag::LOCAL)
+        && !copy.legacy
         && !copy.serves(&id)
     {
         return;

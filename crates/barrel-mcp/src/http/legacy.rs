@@ -17,6 +17,10 @@
 //! [`HttpConfig::max_sessions`](super::HttpConfig::max_sessions), and their ids are not accepted
 //! in `Mcp-Session-Id` (nor Streamable HTTP ids here): 404.
 //!
+//! With [`HttpConfig::shared_sessions`](super::HttpConfig::shared_sessions), a session is
+//! stored too, and a POST reaching another node is sent on to the node holding the stream
+//! (`legacy_nodes.rs`).
+//!
 //! Both paths climb the same first rungs as the main endpoint: `Host` and `Origin`, 503 while
 //! shutting down, `Content-Type` (415) and the body limits (413, 408), JSON (400 / -32700), no
 //! batches.
@@ -31,7 +35,7 @@ use http::{Method, StatusCode};
 
 use super::reply::{self, Accepts};
 use super::session::HttpSession;
-use super::{State, guard, sessionful, sse};
+use super::{State, guard, legacy_nodes, sessionful, sse};
 use crate::transport::Caller;
 
 /// Which of the two legacy paths a request came to.
@@ -49,8 +53,12 @@ pub(crate) async fn handle(
 ) -> Response {
     let routed = Arc::clone(&state);
     guard::front_door(&state, request, |parts, body| async move {
+        if let Some(shared) = &routed.config.shared_sessions {
+            // Messages sent on by other nodes arrive through the bus's inbox.
+            super::shared::listen(&routed, shared).await;
+        }
         match (path, &parts.method) {
-            (Path::Sse, &Method::GET) => open(&routed, &parts),
+            (Path::Sse, &Method::GET) => open(&routed, &parts).await,
             (Path::Messages, &Method::POST) => post(&routed, parts, body).await,
             (Path::Sse, _) => reply::method_not_allowed("GET, OPTIONS"),
             (Path::Messages, _) => reply::method_not_allowed("POST, OPTIONS"),
@@ -60,7 +68,7 @@ pub(crate) async fn handle(
 }
 
 /// GET: a new session and its stream, starting with the `endpoint` event.
-fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
+async fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
     if !Accepts::of(&parts.headers).sse {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
@@ -78,6 +86,12 @@ fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
         Ok(session) => session,
         Err(error) => return sessionful::refused(&error),
     };
+    if let Some(shared) = &config.shared_sessions
+        && let Err(response) = legacy_nodes::store(state, parts, shared, &session).await
+    {
+        session.kill.cancel();
+        return response;
+    }
     let Ok(attached) = session.attach(None) else {
         session.kill.cancel();
         return reply::error(
@@ -119,9 +133,20 @@ async fn post(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Re
     if let Err(response) = reply::check_content_type(&parts.headers) {
         return response;
     }
-    let session = match lookup(state, &parts) {
-        Ok(session) => session,
+    let id = match requested_id(&parts) {
+        Ok(id) => id.to_owned(),
         Err(response) => return response,
+    };
+    // Held here, or (shared sessions) by the node the store names.
+    let session = match (lookup(state, &parts, &id), &state.config.shared_sessions) {
+        (Ok(session), _) => Ok(session),
+        (Err(_), Some(shared)) if state.sessions.get(&id).is_none() => {
+            match legacy_nodes::holder(state, &parts, shared, &id).await {
+                Ok(node) => Err((shared, node)),
+                Err(response) => return response,
+            }
+        }
+        (Err(response), _) => return response,
     };
     let config = &state.config;
     let read = reply::read_json(
@@ -144,6 +169,10 @@ async fn post(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Re
         Ok(message) => message,
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };
+    let session = match session {
+        Ok(session) => session,
+        Err((shared, node)) => return legacy_nodes::send_on(shared, node, &id, &message).await,
+    };
     session.touch();
     let caller = Arc::new(Caller::http(Arc::new(parts)));
     match session.deliver(message, Some(caller)).await {
@@ -152,9 +181,8 @@ async fn post(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Re
     }
 }
 
-/// The legacy session named by the `sessionId` query parameter: 400 without one, 404 when it
-/// is unknown, ended, not a legacy session, or another principal's.
-fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
+/// The id the `sessionId` query parameter names: 400 without one (or with two).
+fn requested_id(parts: &http::request::Parts) -> Result<&str, Response> {
     let mut ids = parts
         .uri
         .query()
@@ -168,6 +196,16 @@ fn lookup(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSe
             reply::rpc_error(-32600, "exactly one sessionId query parameter is required"),
         ));
     };
+    Ok(id)
+}
+
+/// The legacy session `id` this node holds: 404 when it is unknown here, ended, not a legacy
+/// session, or another principal's.
+fn lookup(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    id: &str,
+) -> Result<Arc<HttpSession>, Response> {
     let session = state
         .sessions
         .get(id)

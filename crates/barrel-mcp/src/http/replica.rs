@@ -41,45 +41,11 @@ pub(crate) async fn open(
         return Err(refused(&CreateError::ShuttingDown));
     }
     let config = &state.config;
-    let principal = config.principal_of(parts);
-    let (quota, cap, full) = match (&principal, super::peer_address(parts)) {
-        (Some(principal), _) => (
-            Some(format!("p:{principal}")),
-            config.max_sessions_per_principal,
-            CreateError::PrincipalFull,
-        ),
-        // Loopback is not capped, as without a store.
-        (None, Some(address)) if !address.is_loopback() => (
-            Some(format!("a:{address}")),
-            config.max_anonymous_sessions_per_address,
-            CreateError::AddressFull,
-        ),
-        (None, _) => (None, shared.max_sessions, CreateError::Full),
-    };
     let id = new_session_id().ok_or_else(|| refused(&CreateError::NoRandomness))?;
     let version = crate::server::negotiate(&params.protocol_version);
     let mut record = SessionRecord::new(id, version, params.capabilities, params.client_info);
-    record.principal = principal;
-    record.quota = quota;
-    let limits = SessionLimits {
-        // A copy touches the store at most once per eighth of the timeout: the store keeps the
-        // session that much longer, so it never expires before the timeout since its last use.
-        idle_ttl: config.session_idle_timeout + config.session_idle_timeout / 8,
-        max_sessions: shared.max_sessions,
-        max_per_quota: cap,
-        max_subscriptions: state.server.config().max_resource_subscriptions,
-    };
-    match shared.store.create(&record, &limits).await {
-        Ok(Created::Created) => {}
-        Ok(Created::QuotaFull) => return Err(refused(&full)),
-        Ok(Created::Full) => return Err(refused(&CreateError::Full)),
-        // 192 random bits met a live session's: the random source cannot be trusted.
-        Ok(Created::Exists) => return Err(refused(&CreateError::NoRandomness)),
-        Err(error) => {
-            tracing::warn!(%error, "a session could not be stored; initialize refused");
-            return Err(unavailable());
-        }
-    }
+    record.principal = config.principal_of(parts);
+    create(state, parts, shared, &mut record).await?;
     let copy = state
         .sessions
         .copy(&state.server, config, shared, &record, true);
@@ -93,6 +59,51 @@ pub(crate) async fn open(
         });
         refused(&error)
     })
+}
+
+/// Stores `record` (its principal set) under the caps of every node: the principal's, or
+/// an anonymous caller's address's (loopback is not capped, as without a store), and the
+/// service's. 429 or 503 with `Retry-After` when full, 503 when the store cannot answer.
+pub(crate) async fn create(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    shared: &SharedSessions,
+    record: &mut SessionRecord,
+) -> Result<(), Response> {
+    let config = &state.config;
+    let (quota, cap, full) = match (&record.principal, super::peer_address(parts)) {
+        (Some(principal), _) => (
+            Some(format!("p:{principal}")),
+            config.max_sessions_per_principal,
+            CreateError::PrincipalFull,
+        ),
+        (None, Some(address)) if !address.is_loopback() => (
+            Some(format!("a:{address}")),
+            config.max_anonymous_sessions_per_address,
+            CreateError::AddressFull,
+        ),
+        (None, _) => (None, shared.max_sessions, CreateError::Full),
+    };
+    record.quota = quota;
+    let limits = SessionLimits {
+        // A copy touches the store at most once per eighth of the timeout: the store keeps the
+        // session that much longer, so it never expires before the timeout since its last use.
+        idle_ttl: config.session_idle_timeout + config.session_idle_timeout / 8,
+        max_sessions: shared.max_sessions,
+        max_per_quota: cap,
+        max_subscriptions: state.server.config().max_resource_subscriptions,
+    };
+    match shared.store.create(record, &limits).await {
+        Ok(Created::Created) => Ok(()),
+        Ok(Created::QuotaFull) => Err(refused(&full)),
+        Ok(Created::Full) => Err(refused(&CreateError::Full)),
+        // 192 random bits met a live session's: the random source cannot be trusted.
+        Ok(Created::Exists) => Err(refused(&CreateError::NoRandomness)),
+        Err(error) => {
+            tracing::warn!(%error, "a session could not be stored; refused");
+            Err(unavailable())
+        }
+    }
 }
 
 /// The session `id` for the request's principal: this node's copy, else the store's record.
@@ -196,7 +207,7 @@ pub(crate) async fn delete(
 }
 
 /// True for the shape of the ids [`new_session_id`] mints: 32 characters of base64url.
-fn is_session_id(id: &str) -> bool {
+pub(crate) fn is_session_id(id: &str) -> bool {
     id.len() == 32
         && id
             .bytes()

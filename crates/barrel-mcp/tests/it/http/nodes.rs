@@ -7,7 +7,8 @@
 //! carried across nodes; `lifetimes.rs`: deletion, expiry, store failures, principals, caps and
 //! concurrent restores; `asks.rs`: a server-to-client request answered on the other node, and a
 //! cancellation sent to the other node; `retag.rs`: a node that takes a new tag rebuilds its
-//! copies; `replay.rs`: streams shared through an event store. With feature `redis`, `redis.rs` runs the continuation over
+//! copies; `replay.rs`: streams shared through an event store; `legacy.rs`: a legacy HTTP+SSE session
+//! whose POSTs reach the other node. With feature `redis`, `redis.rs` runs the continuation over
 //! `RedisSessionStore` and `RedisBus`.
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ use super::{Client, Response, SseReader, TestServer, initialize, session_id};
 use crate::server::fixture::Probe;
 
 mod asks;
+mod legacy;
 mod lifetimes;
 #[cfg(feature = "redis")]
 mod redis;
