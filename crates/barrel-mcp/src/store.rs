@@ -31,9 +31,9 @@ pub use self::bus::RedisBus;
 pub use self::bus::{
     Bus, BusOptions, Delivery, Directed, Inbox, LocalBus, LocalHub, Subscription, Topic,
 };
-pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
 #[cfg(feature = "redis")]
-pub use self::events::{PublishedEvent, RedisEventStore};
+pub use self::events::RedisEventStore;
+pub use self::events::{EventLimits, EventStore, MemoryEventStore, Opened, Replay, StreamInfo};
 #[cfg(feature = "redis")]
 pub use self::sessions::RedisSessionStore;
 pub use self::sessions::{

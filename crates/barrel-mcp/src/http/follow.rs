@@ -13,11 +13,14 @@
 //!   announced on it (changes it may have missed).
 //! - **A request's stream** resumed here, produced elsewhere, is replayed from the store, then
 //!   read every [`SharedSessions::follow_interval`](super::SharedSessions::follow_interval)
-//!   until its response. When nothing came for a second and its producer is no longer a live
-//!   node, an error response (-32603) is stored as its last event and sent: the client gets an
-//!   answer instead of a stream that never ends.
+//!   until its last event (a stream the store does not hold yet, resumed from its priming
+//!   event, is waited for while the node it names lives). When nothing came for ten intervals
+//!   and its producer is no longer a live node, an error response (-32603) is stored as its
+//!   last event and sent: the client gets an answer instead of a stream that never ends.
 //!
-//! A reader that falls a queue behind is cut off, as on any stream; it resumes from the store.
+//! A follower waits for a slow reader (the store keeps the events), and cuts off one that read
+//! nothing for [`HttpConfig::stalled_reader_timeout`](super::HttpConfig::stalled_reader_timeout):
+//! it resumes from the store. Followers end with the session.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,9 +39,6 @@ use super::session::{GET_STREAM, HttpSession};
 use super::shared::News;
 use super::sse::{self, Attached};
 use crate::store::{NodeTag, Opened, Replay, StoreError, StreamInfo, Topic};
-
-/// How long a followed request stream stays quiet before its producer's life is checked.
-const QUIET: Duration = Duration::from_secs(1);
 
 /// What an attached reader gets: events to write first, live ones, and (for the GET stream)
 /// what ends it when another GET replaces it.
@@ -94,26 +94,66 @@ pub(crate) async fn attach(
             if let Some(held) = session.attach_held(number, seq) {
                 return held.map(Followed::from).map_err(|()| Refusal::Future);
             }
-            request_stream(journal, number, seq, config).await
+            request_stream(session, journal, number, seq, config).await
         }
         Some((_, seq)) => get_stream(session, journal, Some(seq), config).await,
         None => get_stream(session, journal, None, config).await,
     }
 }
 
-/// The events of `replay` as SSE events of stream `number`, led by a notice when some after
-/// `after` are no longer held; and the sequence number of the last.
-fn replayed(number: u64, after: u64, replay: &Replay) -> (Vec<Bytes>, u64) {
+/// The events of `replay` as SSE events of stream `number`, each with its sequence number, led
+/// by a notice (and the sequence number just before the oldest held) when some after `after`
+/// are no longer held.
+fn replayed(number: u64, after: u64, replay: &Replay) -> Vec<(u64, Bytes)> {
     let mut events = Vec::with_capacity(replay.events.len() + 1);
     if replay.missed(after) {
-        events.push(sse::truncated_notice(number, after, replay.first_available));
+        let notice = sse::truncated_notice(number, after, replay.first_available);
+        // Told once: the next read starts at the oldest event held.
+        let skipped = replay
+            .first_available
+            .map_or(replay.latest, |first| first.saturating_sub(1));
+        events.push((skipped.max(after), notice));
     }
-    let mut last = after;
     for (seq, data) in &replay.events {
-        events.push(sse::numbered_event(number, *seq, data));
-        last = *seq;
+        events.push((*seq, sse::numbered_event(number, *seq, data)));
     }
-    (events, last.max(after))
+    events
+}
+
+/// The sequence number of the last of `events`, else `after`.
+fn last_of(events: &[(u64, Bytes)], after: u64) -> u64 {
+    events.last().map_or(after, |(seq, _)| (*seq).max(after))
+}
+
+/// How a follower's sending went.
+enum Sent {
+    /// Everything went out; the last sequence number sent.
+    All(u64),
+    /// The reader is gone, or stalled past `stalled_reader_timeout`, or `stop` fired.
+    Ended,
+}
+
+/// Sends `events` in order, waiting for room (a reader that keeps up is never cut off; one
+/// that reads nothing for `stall` is: it resumes from the store).
+async fn send_all(
+    tx: &mpsc::Sender<Bytes>,
+    events: Vec<(u64, Bytes)>,
+    mut sent: u64,
+    stall: Duration,
+    stop: &CancellationToken,
+) -> Sent {
+    for (seq, event) in events {
+        let permit = tokio::select! {
+            () = stop.cancelled() => return Sent::Ended,
+            permit = tokio::time::timeout(stall, tx.reserve()) => permit,
+        };
+        match permit {
+            Ok(Ok(permit)) => permit.send(event),
+            _ => return Sent::Ended,
+        }
+        sent = sent.max(seq);
+    }
+    Sent::All(sent)
 }
 
 /// Serves the GET stream here, from event `after` on (`None`: from now).
@@ -129,13 +169,30 @@ async fn get_stream(
         .replay(sid, GET_STREAM, after.unwrap_or(0))
         .await
         .map_err(|e| unavailable(&e))?;
-    let (initial, sent, previous) = match (replay, after) {
-        (None, None) => (
-            vec![sse::priming_event(GET_STREAM, 0, config.sse_retry)],
-            0,
-            None,
-        ),
-        (None, Some(seq)) => (vec![sse::truncated_notice(GET_STREAM, seq, None)], 0, None),
+    if let (Some(replay), Some(seq)) = (&replay, after)
+        && seq > replay.latest
+    {
+        return Err(Refusal::Future);
+    }
+    let info = StreamInfo {
+        producer: journal.node,
+        request: None,
+    };
+    let created = match events.open(sid, GET_STREAM, info, &journal.limits).await {
+        Ok(Opened::Created) => true,
+        Ok(Opened::Existed) => false,
+        Ok(Opened::Full) => {
+            return Err(Refusal::Unavailable("too many streams in this session"));
+        }
+        Err(error) => return Err(unavailable(&error)),
+    };
+    // A stream created just now (it was not there, or expired since it was read) starts its
+    // numbering again.
+    let replay = replay.filter(|_| !created);
+    let previous = replay.as_ref().map(|replay| replay.info.producer);
+    let (initial, sent) = match (replay, after) {
+        (None, None) => (vec![sse::priming_event(GET_STREAM, 0, config.sse_retry)], 0),
+        (None, Some(seq)) => (vec![sse::truncated_notice(GET_STREAM, seq, None)], 0),
         (Some(replay), None) => (
             vec![sse::priming_event(
                 GET_STREAM,
@@ -143,27 +200,13 @@ async fn get_stream(
                 config.sse_retry,
             )],
             replay.latest,
-            Some(replay.info.producer),
         ),
         (Some(replay), Some(seq)) => {
-            if seq > replay.latest {
-                return Err(Refusal::Future);
-            }
-            let (events, sent) = replayed(GET_STREAM, seq, &replay);
-            (events, sent, Some(replay.info.producer))
+            let events = replayed(GET_STREAM, seq, &replay);
+            let sent = last_of(&events, seq);
+            (events.into_iter().map(|(_, event)| event).collect(), sent)
         }
     };
-    let info = StreamInfo {
-        producer: journal.node,
-        request: None,
-    };
-    match events.open(sid, GET_STREAM, info, &journal.limits).await {
-        Ok(Opened::Created | Opened::Existed) => {}
-        Ok(Opened::Full) => {
-            return Err(Refusal::Unavailable("too many streams in this session"));
-        }
-        Err(error) => return Err(unavailable(&error)),
-    }
     let (tx, rx) = mpsc::channel(config.stream_queue.max(1));
     let over = CancellationToken::new();
     journal.serve_get(Serving {
@@ -179,7 +222,7 @@ async fn get_stream(
         over.clone(),
         session.kill.clone(),
         sent,
-        config.keep_alive,
+        (config.keep_alive, config.stalled_reader_timeout),
     );
     journal.spawn(follow);
     Ok(Followed {
@@ -216,50 +259,72 @@ fn take_over(session: &Arc<HttpSession>, journal: &Arc<Journal>, previous: Optio
 }
 
 /// Sends what the store holds of the GET stream after `sent` whenever it grew, until `over`
-/// (the client left, or another GET replaced this one) or the session ends.
+/// (the client left, or another GET replaced this one) or the session ends. At every quiet
+/// keep-alive it keeps the stream alive in the store, while the store still names this node
+/// its producer (else another node serves it now: this one ends).
 async fn follow_get(
     journal: Arc<Journal>,
     tx: mpsc::Sender<Bytes>,
     over: CancellationToken,
     ended: CancellationToken,
     mut sent: u64,
-    recheck: Duration,
+    (recheck, stall): (Duration, Duration),
 ) {
     let sid = journal.session.clone();
     loop {
-        tokio::select! {
+        let quiet = tokio::select! {
             biased;
             () = over.cancelled() => return,
             () = ended.cancelled() => return,
             () = tx.closed() => return,
-            () = journal.grew.notified() => {}
-            () = tokio::time::sleep(recheck) => {}
-        }
-        match journal.events.replay(&sid, GET_STREAM, sent).await {
-            Ok(Some(replay)) => {
-                let (events, last) = replayed(GET_STREAM, sent, &replay);
-                for event in events {
-                    if tx.try_send(event).is_err() {
-                        tracing::debug!("slow SSE reader: live GET stream ended");
-                        over.cancel();
-                        return;
-                    }
-                }
-                sent = last;
-            }
+            () = journal.grew.notified() => false,
+            () = tokio::time::sleep(recheck) => true,
+        };
+        let replay = match journal.events.replay(&sid, GET_STREAM, sent).await {
+            Ok(Some(replay)) => replay,
             Ok(None) => {
                 // Gone from the store (expired, or the session was deleted).
                 over.cancel();
                 return;
             }
-            Err(error) => tracing::debug!(%error, "the GET stream could not be read; tried again"),
+            Err(error) => {
+                tracing::debug!(%error, "the GET stream could not be read; tried again");
+                continue;
+            }
+        };
+        if quiet && replay.events.is_empty() {
+            if replay.info.producer != journal.node {
+                over.cancel();
+                return;
+            }
+            let info = StreamInfo {
+                producer: journal.node,
+                request: None,
+            };
+            if let Err(error) = journal
+                .events
+                .open(&sid, GET_STREAM, info, &journal.limits)
+                .await
+            {
+                tracing::debug!(%error, "could not keep a GET stream alive; tried again");
+            }
+        }
+        match send_all(&tx, replayed(GET_STREAM, sent, &replay), sent, stall, &over).await {
+            Sent::All(last) => sent = last,
+            Sent::Ended => {
+                tracing::debug!("the reader of a GET stream is gone or stalled; it ends");
+                over.cancel();
+                return;
+            }
         }
     }
 }
 
 /// Resumes request stream `number` after event `after`: what the store holds, then the rest as
-/// it comes.
+/// it comes. A stream not in the store yet (no event was written: the client resumes from its
+/// priming event) is waited for while the node producing it lives.
 async fn request_stream(
+    session: &Arc<HttpSession>,
     journal: &Arc<Journal>,
     number: u64,
     after: u64,
@@ -270,26 +335,51 @@ async fn request_stream(
         .replay(&journal.session, number, after)
         .await
         .map_err(|e| unavailable(&e))?;
-    let Some(replay) = replay else {
-        return Ok(Followed {
-            initial: vec![sse::truncated_notice(number, after, None)],
-            live: None,
-            over: None,
-        });
+    let producer = NodeTag::of_stream(number).filter(|tag| *tag != NodeTag::LOCAL);
+    let (initial, sent, info) = match (replay, producer) {
+        (Some(replay), _) => {
+            if after > replay.latest {
+                return Err(Refusal::Future);
+            }
+            let events = replayed(number, after, &replay);
+            let sent = last_of(&events, after);
+            let initial = events.into_iter().map(|(_, event)| event).collect();
+            if replay.finished {
+                return Ok(Followed {
+                    initial,
+                    live: None,
+                    over: None,
+                });
+            }
+            (initial, sent, replay.info)
+        }
+        (None, Some(producer))
+            if after == 0 && matches!(journal.shared.bus.alive(producer).await, Ok(true)) =>
+        {
+            let info = StreamInfo {
+                producer,
+                request: None,
+            };
+            (Vec::new(), 0, info)
+        }
+        (None, _) => {
+            return Ok(Followed {
+                initial: vec![sse::truncated_notice(number, after, None)],
+                live: None,
+                over: None,
+            });
+        }
     };
-    if after > replay.latest {
-        return Err(Refusal::Future);
-    }
-    let (initial, sent) = replayed(number, after, &replay);
-    if replay.finished {
-        return Ok(Followed {
-            initial,
-            live: None,
-            over: None,
-        });
-    }
     let (tx, rx) = mpsc::channel(config.stream_queue.max(1));
-    let follow = follow_request(Arc::clone(journal), number, sent, replay.info, tx);
+    let follow = follow_request(
+        Arc::clone(journal),
+        number,
+        sent,
+        info,
+        tx,
+        session.kill.clone(),
+        config.stalled_reader_timeout,
+    );
     journal.spawn(follow);
     Ok(Followed {
         initial,
@@ -299,43 +389,56 @@ async fn request_stream(
 }
 
 /// Reads request stream `number` after `sent` every follow interval until its last event (or
-/// the reader leaves); answers for a producer that is gone.
+/// the reader leaves, or the session ends); answers for a producer that is gone (checked after
+/// ten quiet intervals).
 async fn follow_request(
     journal: Arc<Journal>,
     number: u64,
     mut sent: u64,
-    info: StreamInfo,
+    mut info: StreamInfo,
     tx: mpsc::Sender<Bytes>,
+    ended: CancellationToken,
+    stall: Duration,
 ) {
     let interval = journal.shared.follow_interval.max(Duration::from_millis(1));
+    let quiet_for = interval * 10;
     let mut quiet_since = Instant::now();
     loop {
         tokio::select! {
+            () = ended.cancelled() => return,
             () = tx.closed() => return,
             () = tokio::time::sleep(interval) => {}
         }
         let replay = match journal.events.replay(&journal.session, number, sent).await {
-            Ok(Some(replay)) => replay,
-            Ok(None) => return,
+            Ok(replay) => replay,
             Err(error) => {
                 tracing::debug!(%error, "a followed stream could not be read; tried again");
                 continue;
             }
         };
-        let (events, last) = replayed(number, sent, &replay);
-        let grew = last > sent;
-        for event in events {
-            if tx.try_send(event).is_err() {
-                return;
+        let Some(replay) = replay else {
+            // Not written yet: waited for while its producer lives.
+            if quiet_since.elapsed() >= quiet_for {
+                quiet_since = Instant::now();
+                if !matches!(journal.shared.bus.alive(info.producer).await, Ok(true)) {
+                    return;
+                }
             }
+            continue;
+        };
+        info = replay.info.clone();
+        let events = replayed(number, sent, &replay);
+        let grew = !events.is_empty();
+        match send_all(&tx, events, sent, stall, &ended).await {
+            Sent::All(last) => sent = last,
+            Sent::Ended => return,
         }
-        sent = last;
         if replay.finished && sent >= replay.latest {
             return;
         }
         if grew {
             quiet_since = Instant::now();
-        } else if quiet_since.elapsed() >= QUIET {
+        } else if quiet_since.elapsed() >= quiet_for {
             quiet_since = Instant::now();
             if matches!(journal.shared.bus.alive(info.producer).await, Ok(false)) {
                 answer_for_the_gone(&journal, number, info.request.as_ref()).await;
@@ -344,18 +447,30 @@ async fn follow_request(
     }
 }
 
-/// Stores the error response that ends request stream `number`, whose producer is gone: the
-/// next read sends it.
+/// Stores the error response that ends request stream `number`, whose producer is gone (the
+/// next read sends it); a stream whose request is unknown is finished without one.
 async fn answer_for_the_gone(journal: &Journal, number: u64, request: Option<&RequestId>) {
-    let Some(id) = request else {
-        return;
+    let stored = match request {
+        Some(id) => {
+            let error = ErrorObject::internal("the server node handling this request stopped");
+            let data = Message::Response(RpcResponse::error(Some(id.clone()), error)).to_json();
+            journal
+                .events
+                .append(&journal.session, number, &data, true, &journal.limits)
+                .await
+                .map(|_| ())
+        }
+        None => {
+            let info = StreamInfo {
+                producer: journal.node,
+                request: None,
+            };
+            journal
+                .events
+                .finish(&journal.session, number, info, &journal.limits)
+                .await
+        }
     };
-    let error = ErrorObject::internal("the server node handling this request stopped");
-    let data = Message::Response(RpcResponse::error(Some(id.clone()), error)).to_json();
-    let stored = journal
-        .events
-        .append(&journal.session, number, &data, true, &journal.limits)
-        .await;
     if let Err(error) = stored {
         tracing::debug!(%error, "could not end the stream of a request whose node stopped");
     }

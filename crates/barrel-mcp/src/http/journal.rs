@@ -3,24 +3,31 @@
 //! With [`SharedSessions::events`], every message a session's copy sends on one of its streams
 //! is appended to the event store first, and only then written to the stream, with the
 //! sequence number the store gave it: an id the client holds names an event every node can
-//! replay (durable before visible). One task per session at a time appends, in the order the
-//! messages were sent, while there is something to append. A message the store cannot take
-//! (it is down, the session is full of streams, or more than
-//! [`SharedSessions::max_pending_events`] wait) goes out without an id: the live reader sees
-//! it, a resume cannot replay it. The stream of the `initialize` that opened the session is
-//! not stored (its client holds no session id until that answer arrives, so never resumes it).
+//! replay (durable before visible). One task per session at a time works through the queue,
+//! in the order the messages were sent, while there is something in it. A message the store
+//! cannot take (it is down, or the session is full of streams) goes out without an id: the live
+//! reader sees it, a resume cannot replay it (and an append that timed out after Redis applied
+//! it is replayed to a client that resumes). Past [`SharedSessions::max_pending_events`]
+//! waiting, messages are queued to go out without an id, still in order, until the queue is
+//! back under the bound. The stream of the `initialize` that opened the session is not stored
+//! (its client holds no session id until that answer arrives, so never resumes it).
 //!
 //! Request streams are numbered with the node's tag ([`NodeTag::stream`]), from a random start
 //! in the first half of the node's range, so no two copies of one session (on two nodes, or
-//! one after another on one node) number a stream alike. The first event of a stream opens
-//! it in the store, in the same round trip ([`EventStore::append_first`]).
+//! one after another on one node) number a stream alike. The first event of a stream opens it
+//! in the store, in the same round trip ([`EventStore::append_first`]). A stream that ends
+//! without a response (its request was cancelled, or the copy ended) is finished in the store
+//! ([`EventStore::finish`]), so a node following it stops waiting. When the copy ends, its
+//! streams are ended once what is queued was written.
 //!
 //! The GET stream (number 0) has producers on every node and is served by one: the node the
-//! client last opened it on (`follow.rs`). Registry changes (`list_changed`,
-//! `resources/updated`) are written to it by that node only: the other copies do not hear them
+//! client last opened it on (`follow.rs`), which the store records as the stream's producer.
+//! Registry changes (`list_changed`, `resources/updated`) are written to it by that node only:
+//! the other copies do not hear them
 //! ([`SessionEvents::hears_changes`](crate::server::SessionEvents)). A message another node
 //! sends on it is appended there and announced (`session-appended`); the serving node then
-//! reads the store after what it sent.
+//! reads the store after what it sent. A copy learns who serves the stream from the store when
+//! it is built and whenever the bus says the stream moved.
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
@@ -35,23 +42,30 @@ use tokio_util::task::TaskTracker;
 
 use super::session::{GET_STREAM, HttpSession};
 use super::shared::{News, SharedSessions};
-use crate::store::{EventLimits, EventStore, NodeTag, StreamInfo};
+use crate::store::{EventLimits, EventStore, NodeTag, StreamInfo, Topic};
 
-/// One message waiting to be stored.
-struct Pending {
-    stream: u64,
-    data: String,
-    /// The stream's last event (the response that ends it).
-    last: bool,
-    /// The request the stream answers (opening a request stream records it).
-    request: Option<RequestId>,
+/// One thing to write, in order.
+enum Work {
+    /// A message for stream `stream` (`last`: its response, answering `request`); `store`:
+    /// appended to the store first (else sent without an id).
+    Event {
+        stream: u64,
+        data: String,
+        last: bool,
+        request: Option<RequestId>,
+        store: bool,
+    },
+    /// Stream `stream` ended without a response.
+    End(u64),
 }
 
 #[derive(Default)]
 struct Queue {
-    pending: VecDeque<Pending>,
-    /// A task is appending the queue.
+    pending: VecDeque<Work>,
+    /// A task is working through the queue.
     writing: bool,
+    /// The copy ended: its streams end once the queue is empty.
+    closing: bool,
     /// Request streams opened in the store and not finished.
     opened: HashSet<u64>,
 }
@@ -72,10 +86,12 @@ pub(crate) struct Journal {
     pub(crate) shared: SharedSessions,
     /// The tag this copy's stream numbers carry.
     pub(crate) node: NodeTag,
+    /// The number of this copy's first request stream.
+    first_stream: u64,
     tasks: TaskTracker,
     copy: Weak<HttpSession>,
     queue: Mutex<Queue>,
-    /// The node serving the GET stream, as this copy last heard (0: none known).
+    /// The node serving the GET stream, as this copy last learned (0: none known).
     get_server: AtomicU32,
     /// Woken when the GET stream grew in the store.
     pub(crate) grew: Notify,
@@ -91,13 +107,24 @@ impl fmt::Debug for Journal {
     }
 }
 
+/// The number of a copy's first request stream on node `node`: its tag, and a random start
+/// in the first half of its range; `None` without randomness (then no copy is made).
+pub(crate) fn first_stream(node: NodeTag) -> Option<u64> {
+    let mut random = [0u8; 4];
+    getrandom::fill(&mut random).ok()?;
+    let offset = u32::from_le_bytes(random) % (1 << 31);
+    Some(node.stream(offset.max(1)))
+}
+
 impl Journal {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         session: String,
         events: Arc<dyn EventStore>,
         limits: EventLimits,
         shared: SharedSessions,
         node: NodeTag,
+        first_stream: u64,
         tasks: TaskTracker,
         copy: Weak<HttpSession>,
     ) -> Self {
@@ -107,6 +134,7 @@ impl Journal {
             limits,
             shared,
             node,
+            first_stream,
             tasks,
             copy,
             queue: Mutex::new(Queue::default()),
@@ -116,15 +144,9 @@ impl Journal {
         }
     }
 
-    /// The number of this copy's first request stream: the node's tag, and a random start in
-    /// the first half of its range.
+    /// The number of this copy's first request stream.
     pub(crate) fn first_stream(&self) -> u64 {
-        let mut random = [0u8; 4];
-        let offset = match getrandom::fill(&mut random) {
-            Ok(()) => u32::from_le_bytes(random) % (1 << 31),
-            Err(_) => 0,
-        };
-        self.node.stream(offset.max(1))
+        self.first_stream
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
@@ -133,6 +155,11 @@ impl Journal {
 
     fn serving(&self) -> MutexGuard<'_, Option<Serving>> {
         self.serving.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `work` on the sessions' tasks (a shutdown waits for it).
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(work);
     }
 
     /// True while this node serves the session's GET stream (it hears registry changes).
@@ -147,6 +174,12 @@ impl Journal {
             .is_some_and(|serving| !serving.over.is_cancelled())
     }
 
+    /// True while messages wait to be written.
+    pub(crate) fn pending(&self) -> bool {
+        let queue = self.queue();
+        queue.writing || !queue.pending.is_empty()
+    }
+
     /// This node serves the GET stream now (`serving`), in place of whatever served it.
     pub(crate) fn serve_get(&self, serving: Serving) {
         self.get_server.store(self.node.get(), Ordering::Release);
@@ -155,8 +188,36 @@ impl Journal {
         }
     }
 
-    /// Node `node` serves the GET stream now: a stream served here ends.
-    pub(crate) fn get_taken(&self, node: NodeTag) {
+    /// Who serves the GET stream, as the store says (its producer): learned when the copy is
+    /// built, and again when the bus says the stream moved (the store orders concurrent
+    /// openings; the bus's news may arrive in another order). A stream served here ends when
+    /// another node serves it.
+    pub(crate) fn learn_server(self: &Arc<Self>) {
+        let journal = Arc::clone(self);
+        self.tasks.spawn(async move {
+            match journal
+                .events
+                .replay(&journal.session, GET_STREAM, u64::MAX)
+                .await
+            {
+                Ok(Some(replay)) => journal.set_server(replay.info.producer),
+                Ok(None) => {}
+                Err(error) => tracing::debug!(%error, "could not learn who serves a GET stream"),
+            }
+        });
+    }
+
+    /// The bus says node `node` serves the GET stream now. Taken as said unless a stream is
+    /// served here: then the store decides.
+    pub(crate) fn moved(self: &Arc<Self>, node: NodeTag) {
+        if self.is_serving() {
+            self.learn_server();
+        } else {
+            self.set_server(node);
+        }
+    }
+
+    fn set_server(&self, node: NodeTag) {
         self.get_server.store(node.get(), Ordering::Release);
         if node != self.node
             && let Some(old) = self.serving().take()
@@ -174,82 +235,167 @@ impl Journal {
         request: Option<RequestId>,
     ) {
         let mut queue = self.queue();
-        if queue.pending.len() >= self.shared.max_pending_events {
-            drop(queue);
-            tracing::warn!("too many events wait for the event store; one goes out without an id");
-            self.deliver(stream, None, &data, last);
-            return;
+        let store = queue.pending.len() < self.shared.max_pending_events;
+        if !store {
+            tracing::debug!("too many events wait for the event store; one goes out without an id");
         }
-        queue.pending.push_back(Pending {
+        queue.pending.push_back(Work::Event {
             stream,
             data,
             last,
             request,
+            store,
         });
+        self.start(queue);
+    }
+
+    /// Request stream `stream` ended without a response (cancelled): finished in the store
+    /// too, after what is queued for it.
+    pub(crate) fn ended(self: &Arc<Self>, stream: u64) {
+        let mut queue = self.queue();
+        queue.pending.push_back(Work::End(stream));
+        self.start(queue);
+    }
+
+    /// The copy ended: `streams` (its request streams not finished) end in the store, and
+    /// every stream here once what is queued was written. False when something is queued (the
+    /// streams here are ended by the task writing it); true when the caller ends them now.
+    pub(crate) fn close(self: &Arc<Self>, streams: impl IntoIterator<Item = u64>) -> bool {
+        let mut queue = self.queue();
+        queue.closing = true;
+        queue.pending.extend(streams.into_iter().map(Work::End));
+        if queue.pending.is_empty() && !queue.writing {
+            return true;
+        }
+        self.start(queue);
+        false
+    }
+
+    /// Starts a task to work through the queue, unless one runs.
+    fn start(self: &Arc<Self>, mut queue: MutexGuard<'_, Queue>) {
         if !queue.writing {
             queue.writing = true;
             drop(queue);
             let journal = Arc::clone(self);
-            self.tasks.spawn(journal.drain());
+            let copy = self.copy.upgrade();
+            self.tasks.spawn(journal.drain(copy));
         }
     }
 
-    /// Runs `work` on the sessions' tasks (a shutdown waits for it).
-    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        self.tasks.spawn(work);
-    }
-
-    /// A request stream ended without a response (cancelled): it is no longer open here.
-    pub(crate) fn ended(&self, stream: u64) {
-        self.queue().opened.remove(&stream);
-    }
-
-    /// Appends what is queued, in order, until nothing is.
-    async fn drain(self: Arc<Self>) {
+    /// Writes what is queued, in order, until nothing is. The copy is held meanwhile, so what
+    /// it sent reaches its streams even when it ended.
+    async fn drain(self: Arc<Self>, copy: Option<Arc<HttpSession>>) {
         loop {
             let (next, first) = {
                 let mut queue = self.queue();
                 let Some(next) = queue.pending.pop_front() else {
                     queue.writing = false;
+                    let closing = queue.closing;
+                    drop(queue);
+                    if let (true, Some(copy)) = (closing, &copy) {
+                        copy.finish_streams();
+                    }
                     return;
                 };
-                let first = next.stream != GET_STREAM && !queue.opened.contains(&next.stream);
+                let first = match &next {
+                    Work::Event { stream, .. } => {
+                        *stream != GET_STREAM && !queue.opened.contains(stream)
+                    }
+                    Work::End(_) => false,
+                };
                 (next, first)
             };
-            let (session, limits) = (&self.session, &self.limits);
-            let appended = if first {
-                let info = StreamInfo {
-                    producer: self.node,
-                    request: next.request.clone(),
-                };
-                self.events
-                    .append_first(session, next.stream, info, &next.data, next.last, limits)
-                    .await
-            } else {
-                self.events
-                    .append(session, next.stream, &next.data, next.last, limits)
-                    .await
-            };
-            let seq = appended.unwrap_or_else(|error| {
-                tracing::warn!(%error, "an event could not be stored; it goes out without an id");
-                None
-            });
-            {
-                let mut queue = self.queue();
-                if next.last {
-                    queue.opened.remove(&next.stream);
-                } else if first && seq.is_some() {
-                    queue.opened.insert(next.stream);
+            match next {
+                Work::Event {
+                    stream,
+                    data,
+                    last,
+                    request,
+                    store,
+                } => {
+                    let seq = if store {
+                        self.append(stream, &data, last, request, first).await
+                    } else {
+                        None
+                    };
+                    {
+                        let mut queue = self.queue();
+                        if last {
+                            queue.opened.remove(&stream);
+                        } else if first && seq.is_some() {
+                            queue.opened.insert(stream);
+                        }
+                    }
+                    if last && seq.is_none() && stream != GET_STREAM {
+                        // Its response is not in the store: a node following the stream
+                        // would wait for it.
+                        self.finish(stream).await;
+                    }
+                    self.deliver(copy.as_deref(), stream, seq, &data, last);
+                }
+                Work::End(stream) => {
+                    self.queue().opened.remove(&stream);
+                    self.finish(stream).await;
                 }
             }
-            self.deliver(next.stream, seq, &next.data, next.last);
+        }
+    }
+
+    /// Appends one message; its sequence number, or `None` when the store did not take it.
+    async fn append(
+        &self,
+        stream: u64,
+        data: &str,
+        last: bool,
+        request: Option<RequestId>,
+        first: bool,
+    ) -> Option<u64> {
+        let (session, limits) = (&self.session, &self.limits);
+        let appended = if first {
+            let info = StreamInfo {
+                producer: self.node,
+                request,
+            };
+            self.events
+                .append_first(session, stream, info, data, last, limits)
+                .await
+        } else {
+            self.events
+                .append(session, stream, data, last, limits)
+                .await
+        };
+        appended.unwrap_or_else(|error| {
+            tracing::warn!(%error, "an event could not be stored; it goes out without an id");
+            None
+        })
+    }
+
+    /// Finishes request stream `stream` in the store.
+    async fn finish(&self, stream: u64) {
+        let info = StreamInfo {
+            producer: self.node,
+            request: None,
+        };
+        let finished = self
+            .events
+            .finish(&self.session, stream, info, &self.limits)
+            .await;
+        if let Err(error) = finished {
+            tracing::debug!(%error, "could not finish a stream in the store; it expires");
         }
     }
 
     /// Writes one message that was stored as `seq` (or could not be: `None`) to its stream.
-    fn deliver(&self, stream: u64, seq: Option<u64>, data: &str, last: bool) {
+    fn deliver(
+        &self,
+        copy: Option<&HttpSession>,
+        stream: u64,
+        seq: Option<u64>,
+        data: &str,
+        last: bool,
+    ) {
         if stream != GET_STREAM {
-            if let Some(copy) = self.copy.upgrade() {
+            if let Some(copy) = copy {
                 copy.write_stored(stream, seq, data, last);
             }
             return;
@@ -260,10 +406,8 @@ impl Journal {
             Some(_) => {
                 let (bus, id) = (Arc::clone(&self.shared.bus), self.session.clone());
                 self.tasks.spawn(async move {
-                    if let Err(error) = bus
-                        .publish(&crate::store::Topic::Registry, News::Appended(&id).encode())
-                        .await
-                    {
+                    let news = News::Appended(&id).encode();
+                    if let Err(error) = bus.publish(&Topic::Registry, news).await {
                         tracing::debug!(%error, "could not announce an event of a GET stream");
                     }
                 });

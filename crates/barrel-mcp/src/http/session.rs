@@ -125,7 +125,7 @@ impl HttpSession {
     pub(super) fn with_durable(
         mut self,
         durable: Durable,
-        journal: Option<Journal>,
+        journal: Option<Arc<Journal>>,
         initialized: bool,
     ) -> Self {
         let routing = self
@@ -138,7 +138,7 @@ impl HttpSession {
         }
         if let Some(journal) = journal {
             routing.next_stream = journal.first_stream();
-            self.journal = Some(Arc::new(journal));
+            self.journal = Some(journal);
         }
         self.initialized = AtomicBool::new(initialized);
         self.durable = Some(Arc::new(durable));
@@ -190,7 +190,10 @@ impl HttpSession {
         // A shared session's changes still on their way to the store, or its GET stream
         // served here.
         if self.durable.as_ref().is_some_and(|d| d.pending())
-            || self.journal.as_ref().is_some_and(|j| j.is_serving())
+            || self
+                .journal
+                .as_ref()
+                .is_some_and(|j| j.is_serving() || j.pending())
         {
             return true;
         }
@@ -273,6 +276,7 @@ impl HttpSession {
             if let Some(stream) = routing.streams.get_mut(number) {
                 stream.finish();
             }
+            drop(routing);
             if let Some(journal) = &self.journal {
                 journal.ended(number);
             }
@@ -320,7 +324,7 @@ impl HttpSession {
     /// Node `node` serves the session's GET stream now.
     pub(crate) fn get_stream_taken(&self, node: crate::store::NodeTag) {
         if let Some(journal) = &self.journal {
-            journal.get_taken(node);
+            journal.moved(node);
         }
     }
 
@@ -357,12 +361,34 @@ impl HttpSession {
     }
 
     /// Ends every stream, forgets every route and lets go of the connection. Called when the
-    /// connection has ended.
+    /// connection has ended. A shared session's streams end once what it sent was stored, and
+    /// its request streams that got no response are finished in the store.
     pub(crate) fn finish_all(&self) {
         self.inlet().take();
         let mut routing = self.routing();
         routing.by_request.clear();
-        for stream in routing.streams.values_mut() {
+        let Some(journal) = &self.journal else {
+            drop(routing);
+            return self.finish_streams();
+        };
+        let first = routing.first_stream.flatten();
+        let open: Vec<u64> = routing
+            .streams
+            .iter()
+            .filter(|(number, stream)| {
+                *number != GET_STREAM && Some(*number) != first && !stream.is_finished()
+            })
+            .map(|(number, _)| number)
+            .collect();
+        drop(routing);
+        if journal.close(open) {
+            self.finish_streams();
+        }
+    }
+
+    /// Ends every stream: no more events; live readers end after what is queued.
+    pub(crate) fn finish_streams(&self) {
+        for stream in self.routing().streams.values_mut() {
             stream.finish();
         }
     }

@@ -19,7 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use super::config::HttpConfig;
 use super::durable::{self, Durable};
-use super::journal::Journal;
+use super::journal::{self, Journal};
 use super::session::{HttpSession, Quota, SessionWriter};
 use super::shared::SharedSessions;
 use super::sse::Limits;
@@ -176,6 +176,12 @@ impl Sessions {
         if map.len() >= config.max_sessions && !drop_idle_copy(&mut map) {
             return Err(CreateError::Full);
         }
+        let node = shared.bus.node();
+        // A copy with an event store numbers its streams from a random start.
+        let first_stream = match &shared.events {
+            Some(_) => Some(journal::first_stream(node).ok_or(CreateError::NoRandomness)?),
+            None => None,
+        };
         let session = Arc::new_cyclic(|weak| {
             let durable = Durable::new(
                 record.id.clone(),
@@ -185,17 +191,22 @@ impl Sessions {
                 config.session_idle_timeout,
                 origin,
             );
-            let journal = shared.events.as_ref().map(|events| {
-                Journal::new(
-                    record.id.clone(),
-                    Arc::clone(events),
-                    shared.event_limits(config),
-                    shared.clone(),
-                    durable.node,
-                    self.tasks.clone(),
-                    weak.clone(),
-                )
-            });
+            let journal = shared
+                .events
+                .as_ref()
+                .zip(first_stream)
+                .map(|(events, first)| {
+                    Arc::new(Journal::new(
+                        record.id.clone(),
+                        Arc::clone(events),
+                        shared.event_limits(config),
+                        shared.clone(),
+                        durable.node,
+                        first,
+                        self.tasks.clone(),
+                        weak.clone(),
+                    ))
+                });
             HttpSession::new(
                 record.id.clone(),
                 record.principal.clone(),
@@ -211,8 +222,12 @@ impl Sessions {
         } else {
             SessionStart::Restored { name, record }
         };
-        let node = session.durable.as_ref().map_or(NodeTag::LOCAL, |d| d.node);
+        let node = session.durable.as_ref().map_or(node, |d| d.node);
         let (stop, serve) = connect(server, &session, start, node);
+        if let Some(journal) = session.journal.as_ref().filter(|_| !origin) {
+            // A replica: who serves the GET stream is in the store.
+            journal.learn_server();
+        }
         map.insert(record.id.clone(), Arc::clone(&session));
         drop(map);
         self.run(Arc::clone(&session), stop, serve, config);

@@ -43,7 +43,7 @@ mod redis_store;
 
 pub use self::memory::MemoryEventStore;
 #[cfg(feature = "redis")]
-pub use self::redis_store::{PublishedEvent, RedisEventStore};
+pub use self::redis_store::RedisEventStore;
 
 /// The longest TTL a store applies; longer ones are cut to it (100 years: far beyond any
 /// session, and small enough for every clock and for Redis's millisecond arithmetic).
@@ -213,6 +213,20 @@ pub trait EventStore: Send + Sync + 'static {
         })
     }
 
+    /// Ends stream `stream` without an event (its request was cancelled, or its producer let
+    /// go of it): an open stream is finished (it expires
+    /// [`EventLimits::finished_stream_ttl`] later); a stream that is not there is recorded
+    /// finished and empty, with `info`, unless the session holds
+    /// [`EventLimits::max_streams`] streams, so a reader waiting for its first event stops
+    /// waiting; a finished one stays as it is.
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
     /// The events of a stream after `after` (0: from the start), oldest first. `Ok(None)`: no
     /// such stream (never opened, expired or forgotten).
     fn replay<'a>(
@@ -259,6 +273,16 @@ impl<T: EventStore + ?Sized> EventStore for Arc<T> {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         (**self).append_first(session, stream, info, data, last, limits)
+    }
+
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).finish(session, stream, info, limits)
     }
 
     fn replay<'a>(

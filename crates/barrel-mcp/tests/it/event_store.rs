@@ -114,6 +114,7 @@ macro_rules! event_store_suite {
             idle_sessions_expire,
             idle_open_streams_go_and_free_their_place,
             the_first_append_opens_the_stream,
+            finish_ends_a_stream_without_an_event,
         );
         event_store_suite!(@threaded $make;
             concurrent_appends_to_the_get_stream_are_numbered_gap_free,
@@ -500,6 +501,55 @@ pub(crate) async fn the_first_append_opens_the_stream(make: &Make) {
             .unwrap(),
         None
     );
+}
+
+pub(crate) async fn finish_ends_a_stream_without_an_event(make: &Make) {
+    let store = make().await;
+    let limits = EventLimits {
+        max_streams: 3,
+        finished_stream_ttl: Duration::from_millis(300),
+        ..EventLimits::default()
+    };
+    // An open stream: finished, its events kept for replay, no more appends.
+    open(&*store, "s", 1, post_info(2, 1), &limits).await;
+    append(&*store, "s", 1, "e1", false, &limits).await;
+    store
+        .finish("s", 1, post_info(2, 1), &limits)
+        .await
+        .unwrap();
+    let held = replay(&*store, "s", 1, 0).await;
+    assert!(held.finished);
+    assert_eq!(texts(&held), ["e1"]);
+    assert_eq!(
+        store.append("s", 1, "late", true, &limits).await.unwrap(),
+        None
+    );
+    // A stream never opened: recorded finished and empty, so a reader stops waiting.
+    store
+        .finish("s", 2, post_info(2, 2), &limits)
+        .await
+        .unwrap();
+    let empty = replay(&*store, "s", 2, 0).await;
+    assert!(empty.finished);
+    assert_eq!(empty.latest, 0);
+    assert_eq!(empty.info, post_info(2, 2));
+    assert!(empty.events.is_empty());
+    // Finishing again changes nothing; and it goes after the finished TTL.
+    store
+        .finish("s", 1, post_info(2, 1), &limits)
+        .await
+        .unwrap();
+    assert_eq!(texts(&replay(&*store, "s", 1, 0).await), ["e1"]);
+    until_gone(&*store, "s", 2).await;
+    // A session full of streams records no new one.
+    open(&*store, "t", 1, post_info(2, 1), &limits).await;
+    open(&*store, "t", 2, post_info(2, 2), &limits).await;
+    open(&*store, "t", 3, post_info(2, 3), &limits).await;
+    store
+        .finish("t", 4, post_info(2, 4), &limits)
+        .await
+        .unwrap();
+    assert_eq!(store.replay("t", 4, 0).await.unwrap(), None);
 }
 
 pub(crate) async fn data_is_kept_byte_for_byte(make: &Make) {

@@ -254,6 +254,37 @@ impl MemoryEventStore {
         Some(seq)
     }
 
+    fn finish_now(&self, session: &str, number: u64, info: StreamInfo, limits: &EventLimits) {
+        let now = Instant::now();
+        let mut sessions = self.lock();
+        sessions.sweep(now);
+        let known = sessions.live(session, now).is_some();
+        if !known && limits.max_streams == 0 {
+            return;
+        }
+        let entry = sessions
+            .by_id
+            .entry(session.to_owned())
+            .or_insert_with(|| Session {
+                until: now,
+                streams: HashMap::new(),
+            });
+        if let Some(stream) = entry.stream(number, now) {
+            if !stream.finished {
+                stream.finished = true;
+                stream.until = later(now, limits.finished());
+            }
+        } else if entry.streams.len() < limits.max_streams {
+            let mut stream = Stream::new(info, now, limits);
+            stream.finished = true;
+            stream.until = later(now, limits.finished());
+            entry.streams.insert(number, stream);
+        } else {
+            return;
+        }
+        entry.until = later(now, limits.records());
+    }
+
     fn replay_now(&self, session: &str, number: u64, after: u64) -> Option<Replay> {
         let now = Instant::now();
         let mut sessions = self.lock();
@@ -282,6 +313,19 @@ impl EventStore for MemoryEventStore {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(async move { Ok(self.append_now(session, stream, data, last, limits)) })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.finish_now(session, stream, info, limits);
+            Ok(())
+        })
     }
 
     fn replay<'a>(

@@ -10,13 +10,11 @@
 //! | `P:s:{sid}:e:<stream>` | stream | one entry per event held, id `0-<seq>`, field `d` = the data | open: `session_ttl` after its last `open` or event (the GET stream's also after any append in the session); finished: `finished_stream_ttl` after its last event |
 //! | `P:s:{sid}:full` | string | present: the session is full of streams none of which can go before this key expires (so `open` refuses without reading every record) | at the earliest expiry of those streams; deleted when a stream finishes |
 //!
-//! The channel `P:s:{sid}` gets one message per append: see [`PublishedEvent`].
-//!
-//! Round trips: `open` 1 (a script), `append` 1 (a script: numbering, trimming, expiry and the
-//! publish, atomically, so the channel's order is the store's), `append_first` 1 (the same
+//! Round trips: `open` 1 (a script), `append` 1 (a script: numbering, trimming and expiry,
+//! atomically), `append_first` 1 (the same
 //! script opens the stream first; 3 when the session is full of streams), `replay` 1 (an atomic
 //! pipeline: the record, the events after the cursor, the count held and Redis's clock),
-//! `forget` 1 (a script). Trimming is exact (`XTRIM MINID`, not `~`): `first_available` is
+//! `finish` 1 (a script), `forget` 1 (a script). Trimming is exact (`XTRIM MINID`, not `~`): `first_available` is
 //! then exactly what the bounds leave, and the byte bound holds (an approximate trim keeps up
 //! to a whole radix node more).
 //!
@@ -38,7 +36,6 @@ use std::fmt;
 use redis::Value;
 
 use self::scripts::Scripts;
-pub use self::stored::PublishedEvent;
 use self::stored::{bytes, decode_events, decode_record, encode_info, integer, time_ms};
 use super::{EventLimits, EventStore, Opened, Replay, StreamInfo};
 use crate::peer::BoxFuture;
@@ -81,11 +78,6 @@ impl RedisEventStore {
             redis,
             scripts: Scripts::new(),
         }
-    }
-
-    /// The channel the events appended to `session` are published on: `P:s:{sid}`.
-    pub fn channel(&self, session: &str) -> String {
-        format!("{}:s:{{{session}}}", self.redis.prefix())
     }
 
     /// The session's table of streams.
@@ -173,7 +165,6 @@ impl RedisEventStore {
             .arg(millis(limits.session()))
             .arg(millis(limits.finished()))
             .arg(millis(limits.records()))
-            .arg(self.channel(session))
             .arg(opening)
             .arg(limits.max_streams)
             .invoke_async(&mut self.redis.commands())
@@ -195,6 +186,36 @@ impl RedisEventStore {
                 "the record or events of stream {stream} are unreadable"
             ))),
         }
+    }
+
+    async fn finish_now(
+        &self,
+        session: &str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &EventLimits,
+    ) -> Result<(), StoreError> {
+        let prefix = self.events_prefix(session);
+        let done: i64 = self
+            .scripts
+            .finish
+            .key(self.table(session))
+            .key(format!("{prefix}{stream}"))
+            .key(self.full_mark(session))
+            .arg(stream.to_string())
+            .arg(encode_info(&info)?)
+            .arg(millis(limits.finished()))
+            .arg(millis(limits.records()))
+            .arg(limits.max_streams)
+            .invoke_async(&mut self.redis.commands())
+            .await
+            .map_err(|e| self.fail(&e))?;
+        if done < 0 {
+            return Err(StoreError::Corrupt(format!(
+                "the record of stream {stream} is unreadable"
+            )));
+        }
+        Ok(())
     }
 
     async fn replay_now(
@@ -302,6 +323,16 @@ impl EventStore for RedisEventStore {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(self.append_now(session, stream, data, last, limits, Some(info)))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.finish_now(session, stream, info, limits))
     }
 
     fn replay<'a>(

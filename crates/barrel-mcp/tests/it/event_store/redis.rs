@@ -1,5 +1,5 @@
 //! `RedisEventStore` on a real `redis-server`: the shared suite, then what only a shared store
-//! has (two nodes on one Redis, keys that expire in Redis itself, one publish per append, an
+//! has (two nodes on one Redis, keys that expire in Redis itself, an
 //! outage that is `Unavailable` and never "no such stream", unreadable records that are
 //! `Corrupt` with no session id in the message; the integrity of its keys is in
 //! `redis/integrity.rs`).
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ::redis::AsyncCommands;
-use barrel_mcp::store::{EventLimits, EventStore, PublishedEvent, RedisEventStore, StoreError};
+use barrel_mcp::store::{EventLimits, EventStore, RedisEventStore, StoreError};
 
 use super::{GET, Make, append, event_store_suite, get_info, open, post_info};
 use crate::support::redis::{
@@ -115,92 +115,6 @@ async fn every_key_expires_and_forget_leaves_none() {
             keys_under(&shared().url(), &prefix).await,
             Vec::<String>::new()
         );
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn each_append_publishes_once_on_the_session_channel() {
-    within(async {
-        let prefix = unique_prefix("publish");
-        let store = store_on(&prefix).await;
-        let limits = EventLimits::default();
-        let channel = store.channel("s");
-        assert_eq!(channel, format!("{prefix}:s:{{s}}"));
-        // A RESP3 connection whose pushes land in a channel of ours.
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let client = ::redis::Client::open(format!("{}?protocol=resp3", shared().url())).unwrap();
-        let config = ::redis::AsyncConnectionConfig::new().set_push_sender(tx);
-        let mut subscriber = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .unwrap();
-        subscriber.subscribe(&channel).await.unwrap();
-        let stream = barrel_mcp::store::NodeTag::new(5).unwrap().stream(3);
-        open(&store, "s", stream, post_info(5, 1), &limits).await;
-        open(&store, "s", GET, get_info(), &limits).await;
-        open(&store, "other", GET, get_info(), &limits).await;
-        append(&store, "s", stream, "line\nbreak", false, &limits).await;
-        append(&store, "other", GET, "elsewhere", false, &limits).await;
-        append(&store, "s", GET, "{\"n\":1}", false, &limits).await;
-        append(&store, "s", stream, "answer", true, &limits).await;
-        // Refused appends publish nothing.
-        assert_eq!(
-            store
-                .append("s", stream, "late", false, &limits)
-                .await
-                .unwrap(),
-            None
-        );
-        let mut published = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while published.len() < 3 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let push = tokio::time::timeout(left, rx.recv())
-                .await
-                .expect("the publishes arrive")
-                .unwrap();
-            if push.kind != ::redis::PushKind::Message {
-                continue;
-            }
-            let [from, payload] = push.data.as_slice() else {
-                panic!("{push:?}");
-            };
-            assert_eq!(
-                from,
-                &::redis::Value::BulkString(channel.clone().into_bytes())
-            );
-            let ::redis::Value::BulkString(payload) = payload else {
-                panic!("{payload:?}");
-            };
-            published.push(PublishedEvent::parse(payload).expect("an event payload"));
-        }
-        let event = |stream, seq, last, data: &str| PublishedEvent {
-            stream,
-            seq,
-            last,
-            data: data.to_owned(),
-        };
-        assert_eq!(
-            published,
-            [
-                event(stream, 1, false, "line\nbreak"),
-                event(GET, 1, false, "{\"n\":1}"),
-                event(stream, 2, true, "answer"),
-            ]
-        );
-        // Exactly one per append: nothing more comes.
-        let more = tokio::time::timeout(Duration::from_millis(100), async {
-            loop {
-                match rx.recv().await {
-                    Some(push) if push.kind == ::redis::PushKind::Message => return push,
-                    Some(_) => {}
-                    None => std::future::pending().await,
-                }
-            }
-        })
-        .await;
-        assert!(more.is_err(), "{more:?}");
     })
     .await;
 }

@@ -104,39 +104,44 @@ return 1
 
 /// `APPEND` (keys: the table, the stream's events, the GET stream's events, the session's full
 /// mark; args: stream, data, last `0`/`1`, max events, max bytes, session TTL ms, finished TTL
-/// ms, table TTL ms, channel, `<producer>|<request>` or empty, max streams). Returns the
-/// event's sequence number, 0 when there is no open stream by that number (an open one past
-/// its expiry is forgotten on the way), -1 when its record or events are unreadable (nothing
-/// written), -2 when it was to open the stream but the session holds max streams (the caller
-/// opens it with `OPEN`, which makes room).
+/// ms, table TTL ms, `<producer>|<request>` or empty, max streams). Returns the event's
+/// sequence number, 0 when there is no open stream by that number (an open one past its expiry
+/// is forgotten on the way), -1 when its record or events are unreadable (nothing written), -2
+/// when it was to open the stream but the session holds max streams (the caller opens it with
+/// `OPEN`, which makes room).
 ///
 /// With the info argument (the stream's first event), a stream that is not there (or is gone)
-/// is created first, as `OPEN` creates one.
+/// is created first, as `OPEN` creates one; its one event needs no trimming (the newest event is
+/// always kept), so nothing is read back.
 ///
-/// Everything that can refuse is checked before the first write: the record, the type of the
-/// events key, its newest entry (older than the new event's id), and the entries the bounds
-/// drop. Then it adds the event (entry id `0-<seq>`, field `d`; not when the bounds keep no
-/// event at all), drops the oldest events beyond the bounds (exactly: `XTRIM MINID` without
+/// Otherwise everything that can refuse is checked before the first write: the record, the type
+/// of the events key, its newest entry (older than the new event's id), and the entries the
+/// bounds drop. Then it adds the event (entry id `0-<seq>`, field `d`; not when the bounds keep
+/// no event at all), drops the oldest events beyond the bounds (exactly: `XTRIM MINID` without
 /// `~`; the newest is always kept), keeps the stream another session TTL (or, on `last`, marks
-/// it finished, shortens its TTL to the finished TTL and deletes the full mark), keeps the
-/// table and the GET stream another session TTL, and publishes
-/// `e <stream> <seq> <last>\n<data>` on the session's channel.
+/// it finished, shortens its TTL to the finished TTL and deletes the full mark), and keeps the
+/// table and the GET stream another session TTL.
 const APPEND: &str = r"
 local now = now_ms()
 local record = redis.call('HGET', KEYS[1], ARGV[1])
-if record and ARGV[10] ~= '' then
-  local gone = string.match(record, '^[od](%d+)|')
+if record and ARGV[9] ~= '' then
+  local head, gone = string.match(record, '^([od](%d+)|%d+|%d+)|')
   if gone and tonumber(gone) <= now then
     redis.call('HDEL', KEYS[1], ARGV[1])
     redis.call('DEL', KEYS[2])
     record = nil
+  elseif head then
+    -- There, and opened again with this info, as OPEN does.
+    record = head .. '|' .. ARGV[9]
   end
 end
+local fresh = false
 if not record then
-  if ARGV[10] == '' then return 0 end
-  if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[11]) then return -2 end
+  if ARGV[9] == '' then return 0 end
+  if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[10]) then return -2 end
   redis.call('DEL', KEYS[2], KEYS[4])
-  record = 'o' .. int(now + tonumber(ARGV[6])) .. '|0|0|' .. ARGV[10]
+  record = 'o' .. int(now + tonumber(ARGV[6])) .. '|0|0|' .. ARGV[9]
+  fresh = true
 end
 local state, deadline, latest, bytes, info = string.match(record, '^([od])(%d+)|(%d+)|(%d+)|(.*)$')
 if not state then return -1 end
@@ -146,7 +151,8 @@ if tonumber(deadline) <= now then
   redis.call('DEL', KEYS[2])
   return 0
 end
-local held = redis.call('XLEN', KEYS[2])
+local held = 0
+if not fresh then held = redis.call('XLEN', KEYS[2]) end
 local seq = tonumber(latest) + 1
 local id = int(seq)
 local function entry_seq(entry)
@@ -187,7 +193,7 @@ if over() then
   redis.call('DEL', KEYS[2])
   weight = 0
 else
-  if held == 0 then redis.call('DEL', KEYS[2]) end
+  if held == 0 and not fresh then redis.call('DEL', KEYS[2]) end
   local added = redis.pcall('XADD', KEYS[2], '0-' .. id, 'd', ARGV[2])
   if type(added) == 'table' and added.err then return -1 end
   if dropped then redis.call('XTRIM', KEYS[2], 'MINID', '0-' .. int(dropped + 1)) end
@@ -195,7 +201,7 @@ end
 if ARGV[3] == '1' then
   state = 'd' .. int(now + tonumber(ARGV[7]))
   redis.call('PEXPIRE', KEYS[2], ARGV[7])
-  redis.call('DEL', KEYS[4])
+  if not fresh then redis.call('DEL', KEYS[4]) end
 else
   state = 'o' .. int(now + tonumber(ARGV[6]))
   redis.call('PEXPIRE', KEYS[2], ARGV[6])
@@ -211,8 +217,37 @@ if ARGV[1] ~= '0' then
     redis.call('PEXPIRE', KEYS[3], ARGV[6])
   end
 end
-redis.call('PUBLISH', ARGV[9], 'e ' .. ARGV[1] .. ' ' .. id .. ' ' .. ARGV[3] .. '\n' .. ARGV[2])
 return seq
+";
+
+/// `FINISH` (keys: the table, the stream's events, the session's full mark; args: stream,
+/// `<producer>|<request>`, finished TTL ms, table TTL ms, max streams). Finishes an open
+/// stream (its events expire the finished TTL later, and the full mark goes); records a
+/// stream that is not there (or is gone) finished and empty, unless the session holds max
+/// streams; leaves a finished one as it is. Returns 1, or -1 when the record is unreadable
+/// (nothing written).
+const FINISH: &str = r"
+local now = now_ms()
+local ends = int(now + tonumber(ARGV[3]))
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+if record then
+  local state, deadline, rest = string.match(record, '^([od])(%d+)(|.*)$')
+  if not state then return -1 end
+  if tonumber(deadline) > now then
+    if state == 'd' then return 1 end
+    redis.call('HSET', KEYS[1], ARGV[1], 'd' .. ends .. rest)
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+    redis.call('DEL', KEYS[3])
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    return 1
+  end
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('DEL', KEYS[2])
+end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[5]) then return 1 end
+redis.call('HSET', KEYS[1], ARGV[1], 'd' .. ends .. '|0|0|' .. ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
 ";
 
 /// `FORGET` (keys: the table, the session's full mark; args: the events key prefix). Deletes
@@ -229,6 +264,7 @@ return 1
 pub(super) struct Scripts {
     pub(super) open: Script,
     pub(super) append: Script,
+    pub(super) finish: Script,
     pub(super) forget: Script,
 }
 
@@ -237,6 +273,7 @@ impl Scripts {
         Self {
             open: Script::new(&format!("{COMMON}{OPEN}")),
             append: Script::new(&format!("{COMMON}{APPEND}")),
+            finish: Script::new(&format!("{COMMON}{FINISH}")),
             forget: Script::new(FORGET),
         }
     }

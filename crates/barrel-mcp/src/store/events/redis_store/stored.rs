@@ -1,6 +1,5 @@
 //! What the Redis event store writes, and reading it back: a stream's record in the session's
-//! table (the format is in `scripts.rs`), the events of a stream, and the payload the append
-//! script publishes. Nothing read from Redis is trusted: what does not parse is
+//! table (the format is in `scripts.rs`) and the events of a stream. Nothing read from Redis is trusted: what does not parse is
 //! [`StoreError::Corrupt`].
 
 use std::sync::Arc;
@@ -154,55 +153,6 @@ pub(super) fn decode_events(value: &Value, after: u64) -> Result<Vec<(u64, Arc<s
     Ok(events)
 }
 
-/// One event as the append script publishes it on the session's channel (`P:s:{sid}`), for
-/// nodes tailing a stream produced elsewhere.
-///
-/// The payload is `e <stream> <seq> <last>\n<data>`: the letter `e`, the stream number, the
-/// sequence number and `1` for the stream's last event (else `0`), in decimal, separated by
-/// single spaces, then a line feed and the event's data verbatim (which may hold line feeds of
-/// its own). Other messages on the channel start with another letter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PublishedEvent {
-    /// The stream's number.
-    pub stream: u64,
-    /// The event's sequence number.
-    pub seq: u64,
-    /// True for the stream's last event.
-    pub last: bool,
-    /// The event's data.
-    pub data: String,
-}
-
-impl PublishedEvent {
-    /// Reads a payload from the channel; `None` for anything that is not an event in this
-    /// format.
-    pub fn parse(payload: &[u8]) -> Option<Self> {
-        let text = std::str::from_utf8(payload).ok()?;
-        let (head, data) = text.split_once('\n')?;
-        let mut words = head.split(' ');
-        let (Some("e"), Some(stream), Some(seq), Some(last), None) = (
-            words.next(),
-            words.next(),
-            words.next(),
-            words.next(),
-            words.next(),
-        ) else {
-            return None;
-        };
-        let last = match last {
-            "0" => false,
-            "1" => true,
-            _ => return None,
-        };
-        Some(Self {
-            stream: number(stream)?,
-            seq: number(seq)?,
-            last,
-            data: data.to_owned(),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,26 +194,6 @@ mod tests {
                 matches!(decode_record(garbage), Err(StoreError::Corrupt(_))),
                 "{garbage:?}"
             );
-        }
-    }
-
-    #[test]
-    fn published_events_parse_strictly() {
-        let event = PublishedEvent::parse(b"e 4294967297 3 1\n{\"a\":\n1}").unwrap();
-        assert_eq!(event.stream, (1 << 32) + 1);
-        assert_eq!(event.seq, 3);
-        assert!(event.last);
-        assert_eq!(event.data, "{\"a\":\n1}");
-        assert_eq!(PublishedEvent::parse(b"e 1 2 0\n").unwrap().data, "");
-        for bad in [
-            &b"e 1 2 0"[..],
-            b"e 1 2 2\nx",
-            b"e 1 2 0 9\nx",
-            b"s 1 2 0\nx",
-            b"e -1 2 0\nx",
-            b"e 1  0\nx",
-        ] {
-            assert_eq!(PublishedEvent::parse(bad), None, "{bad:?}");
         }
     }
 

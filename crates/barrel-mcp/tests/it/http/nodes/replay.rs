@@ -7,7 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use barrel_mcp::store::{Bus, EventStore, LocalBus, LocalHub, MemoryEventStore, NodeTag};
+use barrel_mcp::http::SharedSessions;
+use barrel_mcp::peer::BoxFuture;
+use barrel_mcp::store::{
+    Bus, EventLimits, EventStore, LocalBus, LocalHub, MemoryEventStore, NodeTag, Opened, Replay,
+    StoreError, StreamInfo,
+};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -19,10 +24,72 @@ fn call(id: i64, tool: &str) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}})
 }
 
+/// A memory event store whose appends take `delay`.
+struct SlowEvents {
+    inner: MemoryEventStore,
+    delay: Duration,
+}
+
+impl EventStore for SlowEvents {
+    fn open<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Opened, StoreError>> {
+        self.inner.open(session, stream, info, limits)
+    }
+
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.append(session, stream, data, last, limits).await
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.finish(session, stream, info, limits)
+    }
+
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> BoxFuture<'a, Result<Option<Replay>, StoreError>> {
+        self.inner.replay(session, stream, after)
+    }
+
+    fn forget<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.forget(session)
+    }
+}
+
 /// Two nodes of one hub, their streams in one memory event store; the buses are returned so a
 /// test can stop one.
 async fn nodes() -> (Nodes, Arc<LocalBus>, Arc<LocalBus>) {
-    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new());
+    nodes_on(Arc::new(MemoryEventStore::new()), |_| {}).await
+}
+
+/// Two nodes of one hub, their streams in `events`, their shared sessions tweaked by `tweak`.
+async fn nodes_on(
+    events: Arc<dyn EventStore>,
+    tweak: impl Fn(&mut SharedSessions),
+) -> (Nodes, Arc<LocalBus>, Arc<LocalBus>) {
     let store = Arc::new(TestStore::default());
     let hub = LocalHub::new();
     let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(hub.join()));
@@ -35,6 +102,7 @@ async fn nodes() -> (Nodes, Arc<LocalBus>, Arc<LocalBus>) {
             if let Some(shared) = config.shared_sessions.as_mut() {
                 shared.events = Some(Arc::clone(&events));
                 shared.follow_interval = Duration::from_millis(20);
+                tweak(shared);
             }
         },
     )
@@ -237,5 +305,81 @@ async fn a_get_stream_whose_node_is_gone_is_taken_over_with_every_change_announc
             "notifications/tools/list_changed"
         ]
     );
+    nodes.stop().await;
+}
+
+fn countdown(id: i64, steps: u32) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+        "params":{"name":"countdown","arguments":{"steps":steps},"_meta":{"progressToken":"p"}}})
+}
+
+/// Every message of a `countdown` stream, in order, up to its response: the progress values.
+async fn progress_then_answer(stream: &mut SseReader, id: i64) -> Vec<f64> {
+    let mut progress = Vec::new();
+    loop {
+        let (_, message) = next(stream).await;
+        if message["id"] == id {
+            assert_eq!(message["result"]["content"][0]["text"], "done", "{message}");
+            return progress;
+        }
+        assert_eq!(message["method"], "notifications/progress", "{message}");
+        progress.push(message["params"]["progress"].as_f64().expect("progress"));
+    }
+}
+
+#[tokio::test]
+async fn a_slow_store_loses_nothing_and_keeps_the_order_past_its_bound() {
+    let slow = Arc::new(SlowEvents {
+        inner: MemoryEventStore::new(),
+        delay: Duration::from_millis(2),
+    });
+    let (nodes, _bus_a, _bus_b) = nodes_on(slow, |shared| shared.max_pending_events = 2).await;
+    let (on_a, _on_b) = nodes.opened().await;
+    let mut stream = SseReader::new(on_a.post(&countdown(2, 50)).await);
+    let progress = progress_then_answer(&mut stream, 2).await;
+    let expected: Vec<f64> = (1..=50).map(f64::from).collect();
+    assert_eq!(progress, expected, "every message, in order");
+    nodes.stop().await;
+}
+
+#[tokio::test]
+async fn a_shutdown_delivers_what_waits_for_the_store() {
+    let slow = Arc::new(SlowEvents {
+        inner: MemoryEventStore::new(),
+        delay: Duration::from_millis(20),
+    });
+    let (mut nodes, _bus_a, _bus_b) = nodes_on(slow, |_| {}).await;
+    let (on_a, _on_b) = nodes.opened().await;
+    let mut stream = SseReader::new(on_a.post(&countdown(3, 5)).await);
+    // The server stops while the events wait for the store: they still reach the client.
+    within(nodes.a.stop()).await;
+    let progress = progress_then_answer(&mut stream, 3).await;
+    assert_eq!(progress, [1.0, 2.0, 3.0, 4.0, 5.0]);
+    nodes.b.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_request_ends_its_stream_on_every_node() {
+    let (nodes, _bus_a, _bus_b) = nodes().await;
+    let (on_a, on_b) = nodes.opened().await;
+    // `slow` writes nothing until it ends: the client resumes on B from the priming event,
+    // before the stream is in the store, and B waits for it.
+    let mut stream = SseReader::new(on_a.post(&call(4, "slow")).await);
+    let priming = within(stream.next_event()).await.expect("priming event");
+    drop(stream);
+    let resumed = get(&on_b, priming.id.as_deref()).await;
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let mut resumed = SseReader::new(resumed);
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":4}});
+    assert_eq!(on_a.post(&cancel).await.status(), StatusCode::ACCEPTED);
+    // The request is never answered, and B's stream ends (not truncated: it was never cut).
+    while let Some(event) = within(resumed.next_event()).await {
+        assert!(
+            event.data.is_empty(),
+            "nothing was to be sent: {}",
+            event.data
+        );
+    }
     nodes.stop().await;
 }
