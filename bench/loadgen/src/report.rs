@@ -11,8 +11,9 @@ use std::fmt::Write as _;
 /// The servers, in column order: (key used in the TSV, column title). barrel-mcp and rmcp
 /// always have a column; the others only when the results have them. A base (see
 /// [`BASE_PREFIX`]) comes right after barrel-mcp.
-const SERVERS: [(&str, &str); 4] = [
+const SERVERS: [(&str, &str); 5] = [
     ("barrel-mcp", "barrel-mcp"),
+    ("barrel-mcp+redis", "barrel-mcp, Redis"),
     ("rmcp", "rmcp"),
     ("floor", "floor"),
     ("ts-sdk", "TypeScript SDK"),
@@ -303,6 +304,28 @@ fn auth_cost(results: &HashMap<(String, String), Fields>) -> Option<String> {
     ))
 }
 
+/// What keeping sessions, streams and tasks in Redis costs: the `barrel-mcp+redis` column (a
+/// redis-server on the server's core) against the memory column and rmcp, same run.
+fn redis_cost(results: &HashMap<(String, String), Fields>) -> Option<String> {
+    let rps =
+        |server: &str, case: &str| num(results.get(&(server.to_owned(), case.to_owned())), "rps");
+    let redis = rps("barrel-mcp+redis", "sse64")?;
+    let memory = rps("barrel-mcp", "sse64")?;
+    let mut out = format!(
+        "\nSessions in Redis (64 conns, SSE replies): {} req/s, {:.2}x the memory column",
+        thousands(redis),
+        redis / memory
+    );
+    if let Some(rmcp) = rps("rmcp", "sse64").filter(|r| *r > 0.0) {
+        let _ = write!(out, " and {:.2}x rmcp", redis / rmcp);
+    }
+    if let Some(sessions) = rps("barrel-mcp+redis", "sessions8") {
+        let _ = write!(out, "; session creation {} per s", thousands(sessions));
+    }
+    out.push_str(".\n");
+    Some(out)
+}
+
 /// The text and value of one cell of a case's metric row.
 fn cell(f: Option<&Fields>, case: &str, metric: Metric) -> (String, Option<f64>) {
     let na = || ("n/a".to_owned(), None);
@@ -407,6 +430,7 @@ pub fn chart_data(tsv: &str) -> String {
 pub fn table(tsv: &str) -> String {
     let results = parse(tsv);
     let auth = auth_cost(&results);
+    let redis = redis_cost(&results);
     let shown = shown_servers(&results);
     let get = |server: &str, case: &str| results.get(&(server.to_owned(), case.to_owned()));
     let base = base_server(&results);
@@ -546,6 +570,9 @@ pub fn table(tsv: &str) -> String {
     if let Some(auth) = auth {
         out.push_str(&auth);
     }
+    if let Some(redis) = redis {
+        out.push_str(&redis);
+    }
     out
 }
 
@@ -592,6 +619,31 @@ mod tests {
             chart.contains("64 conns, stateful, SSE replies\tfloor\t400.0\t10.00"),
             "{chart}"
         );
+    }
+
+    #[test]
+    fn redis_column_and_summary() {
+        let tsv = "barrel-mcp\tsse64\trps=40000\tcpu_us=20\n\
+                   barrel-mcp+redis\tsse64\trps=20000\tcpu_us=45\n\
+                   barrel-mcp+redis\tsessions8\trps=5100\n\
+                   rmcp\tsse64\trps=16000\tcpu_us=60\n";
+        let table = table(tsv);
+        assert!(
+            table.contains("| case | metric | barrel-mcp | barrel-mcp, Redis | rmcp |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| req/s | 40,000 | 20,000 | 16,000 | 2.50× |"),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "Sessions in Redis (64 conns, SSE replies): 20,000 req/s, 0.50x the memory \
+                 column and 1.25x rmcp; session creation 5,100 per s."
+            ),
+            "{table}"
+        );
+        assert!(!super::table("barrel-mcp\tsse64\trps=1\n").contains("Sessions in Redis"));
     }
 
     #[test]

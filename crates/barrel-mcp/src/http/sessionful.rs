@@ -76,7 +76,11 @@ pub(crate) async fn post(
             let stream = accepts.sse && !(state.config.json_response && accepts.json);
             match session.request(request, caller, stream).await {
                 Ok(Reply::Stream(mut attached)) => {
-                    sse::gather_first(&mut attached, state.config.sse_first_event_wait).await;
+                    let mut wait = state.config.sse_first_event_wait;
+                    if let (Some(_), Some(shared)) = (&session.journal, shared) {
+                        wait = wait.max(shared.first_event_wait);
+                    }
+                    sse::gather_first(&mut attached, wait).await;
                     reply::event_stream(sse::body(
                         attached.initial,
                         attached.live,

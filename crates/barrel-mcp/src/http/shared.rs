@@ -116,6 +116,11 @@ pub struct SharedSessions {
     /// message goes out without an id (its live reader sees it; a resume cannot replay it).
     /// Default 1,024.
     pub max_pending_events: usize,
+    /// With an event store, how long a request's answer stream waits for its first event
+    /// before its head goes out (each event takes a store round trip first), when longer than
+    /// [`HttpConfig::sse_first_event_wait`](super::HttpConfig::sse_first_event_wait): a quick
+    /// answer still leaves with the head in one write. Default 20 ms.
+    pub first_event_wait: Duration,
 }
 
 impl SharedSessions {
@@ -133,6 +138,7 @@ impl SharedSessions {
             max_streams: 1_024,
             follow_interval: Duration::from_millis(100),
             max_pending_events: 1_024,
+            first_event_wait: Duration::from_millis(20),
         }
     }
 
@@ -188,6 +194,7 @@ impl fmt::Debug for SharedSessions {
             .field("max_streams", &self.max_streams)
             .field("follow_interval", &self.follow_interval)
             .field("max_pending_events", &self.max_pending_events)
+            .field("first_event_wait", &self.first_event_wait)
             .finish_non_exhaustive()
     }
 }
