@@ -67,8 +67,9 @@ pub struct EventLimits {
     pub finished_stream_ttl: Duration,
     /// Streams one session may hold at once, its GET stream included. Opening one more first
     /// forgets expired streams (open ones idle past `session_ttl` included), then the finished
-    /// streams closest to expiry (never the GET stream, never an open one); when every stream
-    /// left is open, the open is refused.
+    /// streams closest to expiry (never the GET stream, never an open one), a quarter of
+    /// `max_streams` at once (at least one), so a busy session makes room once per quarter
+    /// opened rather than at every open; when every stream left is open, the open is refused.
     /// Default 1,024.
     pub max_streams: usize,
 }

@@ -115,6 +115,7 @@ macro_rules! event_store_suite {
             idle_open_streams_go_and_free_their_place,
             the_first_append_opens_the_stream,
             finish_ends_a_stream_without_an_event,
+            making_room_frees_a_quarter_at_once,
         );
         event_store_suite!(@threaded $make;
             concurrent_appends_to_the_get_stream_are_numbered_gap_free,
@@ -550,6 +551,30 @@ pub(crate) async fn finish_ends_a_stream_without_an_event(make: &Make) {
         .await
         .unwrap();
     assert_eq!(store.replay("t", 4, 0).await.unwrap(), None);
+}
+
+pub(crate) async fn making_room_frees_a_quarter_at_once(make: &Make) {
+    let store = make().await;
+    let limits = EventLimits {
+        max_streams: 8,
+        ..EventLimits::default()
+    };
+    for n in 1..=8 {
+        open(&*store, "s", n, post_info(0, n as i64), &limits).await;
+        append(&*store, "s", n, "r", true, &limits).await;
+        // Distinct expiry instants: the oldest finished goes first.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    // Full: the two finished streams closest to expiry make room for the next six opens.
+    open(&*store, "s", 9, post_info(0, 9), &limits).await;
+    assert_eq!(store.replay("s", 1, 0).await.unwrap(), None);
+    assert_eq!(store.replay("s", 2, 0).await.unwrap(), None);
+    assert!(store.replay("s", 3, 0).await.unwrap().is_some());
+    open(&*store, "s", 10, post_info(0, 10), &limits).await;
+    assert!(
+        store.replay("s", 3, 0).await.unwrap().is_some(),
+        "room was made already"
+    );
 }
 
 pub(crate) async fn data_is_kept_byte_for_byte(make: &Make) {

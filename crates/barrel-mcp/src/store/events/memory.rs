@@ -126,28 +126,30 @@ impl Session {
     }
 
     /// Makes room for one more stream within `max`: forgets expired streams, then the
-    /// finished ones closest to expiry (never the GET stream). False when every stream left is
-    /// open.
+    /// finished ones closest to expiry (never the GET stream), a quarter of `max` at once (at
+    /// least one), so a busy session makes room once per quarter of `max` streams opened.
+    /// False when every stream left is open.
     fn make_room(&mut self, max: usize, now: Instant) -> bool {
         if self.streams.len() < max {
             return true;
         }
         self.streams.retain(|_, stream| !stream.gone(now));
-        while self.streams.len() >= max {
-            let oldest = self
-                .streams
-                .iter()
-                .filter(|(number, stream)| **number != 0 && stream.finished)
-                .min_by_key(|(_, stream)| stream.until)
-                .map(|(number, _)| *number);
-            match oldest {
-                Some(number) => {
-                    self.streams.remove(&number);
-                }
-                None => return false,
-            }
+        if self.streams.len() < max {
+            return true;
         }
-        true
+        let target = max - (max / 4).max(1);
+        let mut finished: Vec<(Instant, u64)> = self
+            .streams
+            .iter()
+            .filter(|(number, stream)| **number != 0 && stream.finished)
+            .map(|(number, stream)| (stream.until, *number))
+            .collect();
+        finished.sort_unstable();
+        let excess = self.streams.len().saturating_sub(target);
+        for (_, number) in finished.into_iter().take(excess) {
+            self.streams.remove(&number);
+        }
+        self.streams.len() < max
     }
 }
 

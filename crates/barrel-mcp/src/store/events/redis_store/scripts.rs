@@ -83,8 +83,11 @@ if count >= max then
     end
   end
   table.sort(finished, function(a, b) return a[1] < b[1] end)
+  -- A quarter of the room at once (at least one stream), so a busy session scans its table
+  -- once per quarter of max streams opened, not at every open.
+  local target = max - math.max(1, math.floor(max / 4))
   local next = 1
-  while count >= max and next <= #finished do
+  while count > target and next <= #finished do
     drop(finished[next][2])
     count = count - 1
     next = next + 1
