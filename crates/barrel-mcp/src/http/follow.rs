@@ -337,6 +337,15 @@ async fn request_stream(
         .map_err(|e| unavailable(&e))?;
     let producer = NodeTag::of_stream(number).filter(|tag| *tag != NodeTag::LOCAL);
     let (initial, sent, info) = match (replay, producer) {
+        // A finished stream numbered below the cursor was forgotten and ended anew (finished
+        // empty): what the client missed is gone.
+        (Some(replay), _) if after > replay.latest && replay.finished => {
+            return Ok(Followed {
+                initial: vec![sse::truncated_notice(number, after, None)],
+                live: None,
+                over: None,
+            });
+        }
         (Some(replay), _) => {
             if after > replay.latest {
                 return Err(Refusal::Future);
@@ -370,16 +379,26 @@ async fn request_stream(
             });
         }
     };
+    let Some(slot) = journal.follower() else {
+        return Err(Refusal::Unavailable(
+            "too many streams of this session followed on this node",
+        ));
+    };
+    let seen = !initial.is_empty() || sent > 0;
     let (tx, rx) = mpsc::channel(config.stream_queue.max(1));
     let follow = follow_request(
         Arc::clone(journal),
         number,
-        sent,
+        (sent, seen),
         info,
         tx,
         session.kill.clone(),
         config.stalled_reader_timeout,
     );
+    let follow = async move {
+        follow.await;
+        drop(slot);
+    };
     journal.spawn(follow);
     Ok(Followed {
         initial,
@@ -390,11 +409,12 @@ async fn request_stream(
 
 /// Reads request stream `number` after `sent` every follow interval until its last event (or
 /// the reader leaves, or the session ends); answers for a producer that is gone (checked after
-/// ten quiet intervals).
+/// ten quiet intervals). A stream not in the store yet is read less and less often (up to
+/// every 2 s); one that was seen and is gone from the store ends with a truncation notice.
 async fn follow_request(
     journal: Arc<Journal>,
     number: u64,
-    mut sent: u64,
+    (mut sent, mut seen): (u64, bool),
     mut info: StreamInfo,
     tx: mpsc::Sender<Bytes>,
     ended: CancellationToken,
@@ -403,11 +423,12 @@ async fn follow_request(
     let interval = journal.shared.follow_interval.max(Duration::from_millis(1));
     let quiet_for = interval * 10;
     let mut quiet_since = Instant::now();
+    let mut pause = interval;
     loop {
         tokio::select! {
             () = ended.cancelled() => return,
             () = tx.closed() => return,
-            () = tokio::time::sleep(interval) => {}
+            () = tokio::time::sleep(pause) => {}
         }
         let replay = match journal.events.replay(&journal.session, number, sent).await {
             Ok(replay) => replay,
@@ -417,7 +438,13 @@ async fn follow_request(
             }
         };
         let Some(replay) = replay else {
+            if seen {
+                // It was there: gone (expired, or forgotten), with whatever was left.
+                let _ = tx.try_send(sse::truncated_notice(number, sent, None));
+                return;
+            }
             // Not written yet: waited for while its producer lives.
+            pause = (pause * 2).min(Duration::from_secs(2)).max(interval);
             if quiet_since.elapsed() >= quiet_for {
                 quiet_since = Instant::now();
                 if !matches!(journal.shared.bus.alive(info.producer).await, Ok(true)) {
@@ -426,6 +453,8 @@ async fn follow_request(
             }
             continue;
         };
+        seen = true;
+        pause = interval;
         info = replay.info.clone();
         let events = replayed(number, sent, &replay);
         let grew = !events.is_empty();

@@ -7,9 +7,10 @@
 //! in the order the messages were sent, while there is something in it. A message the store
 //! cannot take (it is down, or the session is full of streams) goes out without an id: the live
 //! reader sees it, a resume cannot replay it (and an append that timed out after Redis applied
-//! it is replayed to a client that resumes). Past [`SharedSessions::max_pending_events`]
-//! waiting, messages are queued to go out without an id, still in order, until the queue is
-//! back under the bound. The stream of the `initialize` that opened the session is not stored
+//! it is replayed to a client that resumes). Once an append failed, or
+//! [`SharedSessions::max_pending_events`] wait, what is queued goes out without ids, in order
+//! and without waiting for the store, until the queue is empty: a store that hangs stalls a
+//! session for one timeout, and the queue holds what arrives meanwhile. The stream of the `initialize` that opened the session is not stored
 //! (its client holds no session id until that answer arrives, so never resumes it).
 //!
 //! Request streams are numbered with the node's tag ([`NodeTag::stream`]), from a random start
@@ -31,7 +32,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use barrel_mcp_types::RequestId;
@@ -64,6 +65,9 @@ struct Queue {
     pending: VecDeque<Work>,
     /// A task is working through the queue.
     writing: bool,
+    /// The store failed, or too much waits for it: what is queued goes out without an id
+    /// (in order, without waiting for the store) until the queue is empty.
+    bypass: bool,
     /// The copy ended: its streams end once the queue is empty.
     closing: bool,
     /// Request streams opened in the store and not finished.
@@ -93,10 +97,24 @@ pub(crate) struct Journal {
     queue: Mutex<Queue>,
     /// The node serving the GET stream, as this copy last learned (0: none known).
     get_server: AtomicU32,
+    /// Counts the GET streams this node started serving: what the store said before the
+    /// latest one started does not end it.
+    serving_since: AtomicU64,
     /// Woken when the GET stream grew in the store.
     pub(crate) grew: Notify,
     /// The GET stream served here, if any.
     serving: Mutex<Option<Serving>>,
+    /// Request streams of this session followed on this node from the store.
+    followers: Arc<AtomicUsize>,
+}
+
+/// A place among a session's followed streams, given back when dropped.
+pub(crate) struct FollowerSlot(Arc<AtomicUsize>);
+
+impl Drop for FollowerSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl fmt::Debug for Journal {
@@ -139,9 +157,23 @@ impl Journal {
             copy,
             queue: Mutex::new(Queue::default()),
             get_server: AtomicU32::new(0),
+            serving_since: AtomicU64::new(0),
             grew: Notify::new(),
             serving: Mutex::new(None),
+            followers: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// A place for one more followed request stream, unless
+    /// [`SharedSessions::max_followed_streams`] are followed here.
+    pub(crate) fn follower(&self) -> Option<FollowerSlot> {
+        let max = self.shared.max_followed_streams;
+        self.followers
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| FollowerSlot(Arc::clone(&self.followers)))
     }
 
     /// The number of this copy's first request stream.
@@ -182,10 +214,13 @@ impl Journal {
 
     /// This node serves the GET stream now (`serving`), in place of whatever served it.
     pub(crate) fn serve_get(&self, serving: Serving) {
+        self.serving_since.fetch_add(1, Ordering::AcqRel);
         self.get_server.store(self.node.get(), Ordering::Release);
         if let Some(old) = self.serving().replace(serving) {
             old.over.cancel();
         }
+        // What this node appended meanwhile was announced only to the other nodes.
+        self.grew.notify_one();
     }
 
     /// Who serves the GET stream, as the store says (its producer): learned when the copy is
@@ -194,12 +229,15 @@ impl Journal {
     /// another node serves it.
     pub(crate) fn learn_server(self: &Arc<Self>) {
         let journal = Arc::clone(self);
+        let since = self.serving_since.load(Ordering::Acquire);
         self.tasks.spawn(async move {
             match journal
                 .events
                 .replay(&journal.session, GET_STREAM, u64::MAX)
                 .await
             {
+                // Read before this node started serving a GET stream: out of date.
+                Ok(Some(_)) if journal.serving_since.load(Ordering::Acquire) != since => {}
                 Ok(Some(replay)) => journal.set_server(replay.info.producer),
                 Ok(None) => {}
                 Err(error) => tracing::debug!(%error, "could not learn who serves a GET stream"),
@@ -235,10 +273,11 @@ impl Journal {
         request: Option<RequestId>,
     ) {
         let mut queue = self.queue();
-        let store = queue.pending.len() < self.shared.max_pending_events;
-        if !store {
-            tracing::debug!("too many events wait for the event store; one goes out without an id");
+        if queue.pending.len() >= self.shared.max_pending_events && !queue.bypass {
+            tracing::warn!("too many events wait for the event store; they go out without ids");
+            queue.bypass = true;
         }
+        let store = !queue.bypass;
         queue.pending.push_back(Work::Event {
             stream,
             data,
@@ -262,6 +301,10 @@ impl Journal {
     /// streams here are ended by the task writing it); true when the caller ends them now.
     pub(crate) fn close(self: &Arc<Self>, streams: impl IntoIterator<Item = u64>) -> bool {
         let mut queue = self.queue();
+        if queue.closing {
+            // Closed before (the connection ended, then its task): nothing more to end.
+            return queue.pending.is_empty() && !queue.writing;
+        }
         queue.closing = true;
         queue.pending.extend(streams.into_iter().map(Work::End));
         if queue.pending.is_empty() && !queue.writing {
@@ -290,6 +333,7 @@ impl Journal {
                 let mut queue = self.queue();
                 let Some(next) = queue.pending.pop_front() else {
                     queue.writing = false;
+                    queue.bypass = false;
                     let closing = queue.closing;
                     drop(queue);
                     if let (true, Some(copy)) = (closing, &copy) {
@@ -313,6 +357,9 @@ impl Journal {
                     request,
                     store,
                 } => {
+                    // Once the store failed or fell behind, the rest of the queue goes out
+                    // without waiting for it.
+                    let store = store && !self.queue().bypass;
                     let seq = if store {
                         self.append(stream, &data, last, request, first).await
                     } else {
@@ -328,14 +375,26 @@ impl Journal {
                     }
                     if last && seq.is_none() && stream != GET_STREAM {
                         // Its response is not in the store: a node following the stream
-                        // would wait for it.
-                        self.finish(stream).await;
+                        // would wait for it (told on the side: the store may be hanging).
+                        let journal = Arc::clone(&self);
+                        self.tasks
+                            .spawn(async move { journal.finish(stream).await });
                     }
                     self.deliver(copy.as_deref(), stream, seq, &data, last);
                 }
                 Work::End(stream) => {
-                    self.queue().opened.remove(&stream);
-                    self.finish(stream).await;
+                    let bypass = {
+                        let mut queue = self.queue();
+                        queue.opened.remove(&stream);
+                        queue.bypass
+                    };
+                    if bypass {
+                        let journal = Arc::clone(&self);
+                        self.tasks
+                            .spawn(async move { journal.finish(stream).await });
+                    } else {
+                        self.finish(stream).await;
+                    }
                 }
             }
         }
@@ -365,7 +424,8 @@ impl Journal {
                 .await
         };
         appended.unwrap_or_else(|error| {
-            tracing::warn!(%error, "an event could not be stored; it goes out without an id");
+            tracing::warn!(%error, "an event could not be stored; what waits goes out without ids");
+            self.queue().bypass = true;
             None
         })
     }

@@ -13,7 +13,9 @@
 //!   [`SharedSessions::max_forwarded_bytes`](super::SharedSessions::max_forwarded_bytes). The
 //!   holder hands it to the session as if POSTed there, without the HTTP request (a handler
 //!   sees no caller's headers for it).
-//! - When the holder dies the session ends: the old transport never resumes.
+//! - When the holder dies the session ends: the old transport never resumes. So does it when
+//!   its record is gone from the store, or when the holder takes a new node tag (the record
+//!   names the old one).
 
 use std::sync::Arc;
 
@@ -46,7 +48,11 @@ pub(crate) async fn store(
     record.get_owner = Some(shared.bus.node());
     replica::create(state, parts, shared, &mut record).await?;
     let store = Arc::clone(&shared.store);
-    let (id, ended) = (session.id.clone(), session.kill.clone());
+    let (id, ended, kill) = (
+        session.id.clone(),
+        session.kill.clone(),
+        session.kill.clone(),
+    );
     let idle = state.config.session_idle_timeout;
     let (every, ttl) = (
         (idle / 8).max(std::time::Duration::from_millis(1)),
@@ -58,8 +64,17 @@ pub(crate) async fn store(
                 () = ended.cancelled() => break,
                 () = tokio::time::sleep(every) => {}
             }
-            if let Err(error) = store.touch(&id, ttl).await {
-                tracing::debug!(%error, "could not extend a legacy session's life; tried again");
+            match store.touch(&id, ttl).await {
+                Ok(true) => {}
+                // The record is gone (an outage outlived it, or Redis lost it): the other
+                // nodes can no longer find the session, so it ends; the client opens another.
+                Ok(false) => {
+                    tracing::debug!("a legacy session's record is gone; the session ends");
+                    kill.cancel();
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "could not extend a legacy session's life; tried again");
+                }
             }
         }
         if let Err(error) = store.delete(&id).await {

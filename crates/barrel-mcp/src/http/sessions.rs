@@ -94,6 +94,13 @@ impl Sessions {
         }
     }
 
+    /// Ends every legacy (HTTP+SSE) session.
+    pub(crate) fn end_legacy(&self) {
+        for session in self.map().values().filter(|s| s.legacy) {
+            session.kill.cancel();
+        }
+    }
+
     /// This node's copies of shared sessions.
     pub(crate) fn copies(&self) -> Vec<Arc<HttpSession>> {
         self.map()

@@ -121,6 +121,10 @@ pub struct SharedSessions {
     /// [`HttpConfig::sse_first_event_wait`](super::HttpConfig::sse_first_event_wait): a quick
     /// answer still leaves with the head in one write. Default 20 ms.
     pub first_event_wait: Duration,
+    /// Request streams of one session a node follows from the event store at once (streams
+    /// resumed away from the node producing them); one more resume is 503 with
+    /// `Retry-After`. Default 16.
+    pub max_followed_streams: usize,
 }
 
 impl SharedSessions {
@@ -139,6 +143,7 @@ impl SharedSessions {
             follow_interval: Duration::from_millis(100),
             max_pending_events: 1_024,
             first_event_wait: Duration::from_millis(20),
+            max_followed_streams: 16,
         }
     }
 
@@ -195,6 +200,7 @@ impl fmt::Debug for SharedSessions {
             .field("follow_interval", &self.follow_interval)
             .field("max_pending_events", &self.max_pending_events)
             .field("first_event_wait", &self.first_event_wait)
+            .field("max_followed_streams", &self.max_followed_streams)
             .finish_non_exhaustive()
     }
 }
@@ -345,6 +351,8 @@ async fn watch_tag(
             for session in sessions.copies() {
                 sessions.drop_copy(&session.id);
             }
+            // A legacy session's record names the old tag: it ends (its client opens another).
+            sessions.end_legacy();
             held = now;
         }
     }

@@ -172,8 +172,14 @@ impl EventStream {
 
     /// Writes one message the event store numbered `seq` (a shared session's stream: the store
     /// is the truth, and this buffer mirrors what it holds of this node's streams).
+    /// A number below the stream's (the store forgot the stream and numbered it anew) goes
+    /// out without an id.
     pub(crate) fn push_numbered(&mut self, seq: u64, data: &str, limits: &Limits) -> isize {
-        if self.finished || seq < self.next_seq {
+        if self.finished {
+            return 0;
+        }
+        if seq < self.next_seq {
+            self.push_unnumbered(data);
             return 0;
         }
         self.next_seq = seq;

@@ -137,7 +137,7 @@ impl Session {
         if self.streams.len() < max {
             return true;
         }
-        let target = max - (max / 4).max(1);
+        let target = max.saturating_sub((max / 4).max(1));
         let mut finished: Vec<(Instant, u64)> = self
             .streams
             .iter()

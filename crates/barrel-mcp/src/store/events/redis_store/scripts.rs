@@ -248,6 +248,7 @@ if record then
   redis.call('DEL', KEYS[2])
 end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[5]) then return 1 end
+redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], ARGV[1], 'd' .. ends .. '|0|0|' .. ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1

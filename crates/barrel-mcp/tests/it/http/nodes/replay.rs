@@ -383,3 +383,29 @@ async fn a_cancelled_request_ends_its_stream_on_every_node() {
     }
     nodes.stop().await;
 }
+
+#[tokio::test]
+async fn streams_followed_from_the_store_are_bounded_per_session() {
+    let (nodes, bus_a, _bus_b) = nodes_on(Arc::new(MemoryEventStore::new()), |shared| {
+        shared.max_followed_streams = 2;
+    })
+    .await;
+    let (_on_a, on_b) = nodes.opened().await;
+    // Cursors naming streams of A that the store does not hold (yet): B waits for them, two
+    // at most; the third is refused until one ends.
+    let cursor = |n: u32| format!("{}.0", bus_a.node().stream(n));
+    let first = get(&on_b, Some(&cursor(1))).await;
+    let second = get(&on_b, Some(&cursor(2))).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(second.status(), StatusCode::OK);
+    let third = get(&on_b, Some(&cursor(3))).await;
+    assert_eq!(third.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(third.headers().contains_key("retry-after"));
+    drop(first);
+    super::eventually("a place is given back", || async {
+        get(&on_b, Some(&cursor(4))).await.status() == StatusCode::OK
+    })
+    .await;
+    drop(second);
+    nodes.stop().await;
+}
