@@ -35,6 +35,7 @@ use http::{Method, StatusCode};
 
 use super::reply::{self, Accepts};
 use super::session::HttpSession;
+use super::sessionful::not_found;
 use super::{State, guard, legacy_nodes, sessionful, sse};
 use crate::transport::Caller;
 
@@ -215,12 +216,4 @@ fn lookup(
         return Err(not_found());
     }
     Ok(session)
-}
-
-fn not_found() -> Response {
-    reply::error(
-        StatusCode::NOT_FOUND,
-        None,
-        reply::rpc_error(-32600, "Session not found"),
-    )
 }

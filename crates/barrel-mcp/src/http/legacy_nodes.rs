@@ -25,6 +25,7 @@ use http::StatusCode;
 
 use super::replica::{self, is_session_id, unavailable, unavailable_because};
 use super::session::HttpSession;
+use super::sessionful::not_found;
 use super::shared::{News, SharedSessions};
 use super::{State, reply};
 use crate::store::{NodeTag, SessionRecord};
@@ -138,12 +139,4 @@ pub(crate) async fn send_on(
             unavailable_because("the other nodes of the service cannot be reached")
         }
     }
-}
-
-pub(crate) fn not_found() -> Response {
-    reply::error(
-        StatusCode::NOT_FOUND,
-        None,
-        reply::rpc_error(-32600, "Session not found"),
-    )
 }
