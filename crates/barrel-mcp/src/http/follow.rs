@@ -174,11 +174,10 @@ async fn get_stream(
     {
         return Err(Refusal::Future);
     }
-    let info = StreamInfo {
-        producer: journal.node,
-        request: None,
-    };
-    let created = match events.open(sid, GET_STREAM, info, &journal.limits).await {
+    let created = match events
+        .open(sid, GET_STREAM, journal.info(None), &journal.limits)
+        .await
+    {
         Ok(Opened::Created) => true,
         Ok(Opened::Existed) => false,
         Ok(Opened::Full) => {
@@ -297,13 +296,9 @@ async fn follow_get(
                 over.cancel();
                 return;
             }
-            let info = StreamInfo {
-                producer: journal.node,
-                request: None,
-            };
             if let Err(error) = journal
                 .events
-                .open(&sid, GET_STREAM, info, &journal.limits)
+                .open(&sid, GET_STREAM, journal.info(None), &journal.limits)
                 .await
             {
                 tracing::debug!(%error, "could not keep a GET stream alive; tried again");
@@ -479,27 +474,15 @@ async fn follow_request(
 /// Stores the error response that ends request stream `number`, whose producer is gone (the
 /// next read sends it); a stream whose request is unknown is finished without one.
 async fn answer_for_the_gone(journal: &Journal, number: u64, request: Option<&RequestId>) {
-    let stored = match request {
-        Some(id) => {
-            let error = ErrorObject::internal("the server node handling this request stopped");
-            let data = Message::Response(RpcResponse::error(Some(id.clone()), error)).to_json();
-            journal
-                .events
-                .append(&journal.session, number, &data, true, &journal.limits)
-                .await
-                .map(|_| ())
-        }
-        None => {
-            let info = StreamInfo {
-                producer: journal.node,
-                request: None,
-            };
-            journal
-                .events
-                .finish(&journal.session, number, info, &journal.limits)
-                .await
-        }
+    let Some(id) = request else {
+        return journal.finish(number).await;
     };
+    let error = ErrorObject::internal("the server node handling this request stopped");
+    let data = Message::Response(RpcResponse::error(Some(id.clone()), error)).to_json();
+    let stored = journal
+        .events
+        .append(&journal.session, number, &data, true, &journal.limits)
+        .await;
     if let Err(error) = stored {
         tracing::debug!(%error, "could not end the stream of a request whose node stopped");
     }

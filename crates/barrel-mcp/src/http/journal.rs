@@ -411,12 +411,8 @@ impl Journal {
     ) -> Option<u64> {
         let (session, limits) = (&self.session, &self.limits);
         let appended = if first {
-            let info = StreamInfo {
-                producer: self.node,
-                request,
-            };
             self.events
-                .append_first(session, stream, info, data, last, limits)
+                .append_first(session, stream, self.info(request), data, last, limits)
                 .await
         } else {
             self.events
@@ -430,15 +426,19 @@ impl Journal {
         })
     }
 
-    /// Finishes request stream `stream` in the store.
-    async fn finish(&self, stream: u64) {
-        let info = StreamInfo {
+    /// What the store records of a stream this node produces, answering `request`.
+    pub(crate) fn info(&self, request: Option<RequestId>) -> StreamInfo {
+        StreamInfo {
             producer: self.node,
-            request: None,
-        };
+            request,
+        }
+    }
+
+    /// Finishes request stream `stream` in the store (a failure is logged: it expires).
+    pub(crate) async fn finish(&self, stream: u64) {
         let finished = self
             .events
-            .finish(&self.session, stream, info, &self.limits)
+            .finish(&self.session, stream, self.info(None), &self.limits)
             .await;
         if let Err(error) = finished {
             tracing::debug!(%error, "could not finish a stream in the store; it expires");

@@ -49,11 +49,7 @@ pub(crate) async fn store(
     record.get_owner = Some(shared.bus.node());
     replica::create(state, parts, shared, &mut record).await?;
     let store = Arc::clone(&shared.store);
-    let (id, ended, kill) = (
-        session.id.clone(),
-        session.kill.clone(),
-        session.kill.clone(),
-    );
+    let (id, ended) = (session.id.clone(), session.kill.clone());
     let idle = state.config.session_idle_timeout;
     let (every, ttl) = (
         (idle / 8).max(std::time::Duration::from_millis(1)),
@@ -71,7 +67,7 @@ pub(crate) async fn store(
                 // nodes can no longer find the session, so it ends; the client opens another.
                 Ok(false) => {
                     tracing::debug!("a legacy session's record is gone; the session ends");
-                    kill.cancel();
+                    ended.cancel();
                 }
                 Err(error) => {
                     tracing::debug!(%error, "could not extend a legacy session's life; tried again");

@@ -77,8 +77,8 @@ pub(crate) async fn post(
             match session.request(request, caller, stream).await {
                 Ok(Reply::Stream(mut attached)) => {
                     let mut wait = state.config.sse_first_event_wait;
-                    if let (Some(_), Some(shared)) = (&session.journal, shared) {
-                        wait = wait.max(shared.first_event_wait);
+                    if let Some(journal) = &session.journal {
+                        wait = wait.max(journal.shared.first_event_wait);
                     }
                     sse::gather_first(&mut attached, wait).await;
                     reply::event_stream(sse::body(
