@@ -16,7 +16,9 @@
 //! Request streams are numbered with the node's tag ([`NodeTag::stream`]), from a random start
 //! in the first half of the node's range, so no two copies of one session (on two nodes, or
 //! one after another on one node) number a stream alike. The first event of a stream opens it
-//! in the store, in the same round trip ([`EventStore::append_first`]). A stream that ends
+//! in the store, in the same round trip ([`EventStore::append_first`]); a stream whose first
+//! event is its response is stored whole ([`EventStore::append_single`]: one `SET` on Redis).
+//! Their numbers are never used twice, as `append_single` requires. A stream that ends
 //! without a response (its request was cancelled, or the copy ended) is finished in the store
 //! ([`EventStore::finish`]), so a node following it stops waiting. When the copy ends, its
 //! streams are ended once what is queued was written.
@@ -410,7 +412,11 @@ impl Journal {
         first: bool,
     ) -> Option<u64> {
         let (session, limits) = (&self.session, &self.limits);
-        let appended = if first {
+        let appended = if first && last {
+            self.events
+                .append_single(session, stream, self.info(request), data, limits)
+                .await
+        } else if first {
             self.events
                 .append_first(session, stream, self.info(request), data, last, limits)
                 .await

@@ -18,7 +18,7 @@
 //!   [`replay_bytes`](EventLimits::replay_bytes) (the oldest events go first; the newest is
 //!   always kept), per session by [`max_streams`](EventLimits::max_streams);
 //! - **everything expires**: an open stream [`session_ttl`](EventLimits::session_ttl) after its
-//!   last `open` or event (the GET stream also after any append in its session), so the
+//!   last `open` or event (the node serving a GET stream keeps it alive), so the
 //!   stream of a producer that died, or whose last `append` failed, does not linger or hold a
 //!   place under `max_streams`; a finished one
 //!   [`finished_stream_ttl`](EventLimits::finished_stream_ttl) after its last; a session's
@@ -59,9 +59,8 @@ pub struct EventLimits {
     /// within it, but the newest event is always kept, however large. Default 1 MiB.
     pub replay_bytes: usize,
     /// How long a session's streams live after its last write (an `open` or an `append` to
-    /// any of them), and an open stream after its own last `open` or event (the GET stream
-    /// also after any append in the session): an open stream idle that long is gone, as an
-    /// expired finished one is. Default 30 minutes.
+    /// any of them), and an open stream after its own last `open` or event: an open stream
+    /// idle that long is gone, as an expired finished one is. Default 30 minutes.
     pub session_ttl: Duration,
     /// How long a finished stream stays resumable after its last event. Default 60 s.
     pub finished_stream_ttl: Duration,
@@ -119,8 +118,8 @@ pub struct StreamInfo {
 pub enum Opened {
     /// A new, empty stream.
     Created,
-    /// The stream was there: its events, numbering and state are kept, its [`StreamInfo`] is
-    /// the one just given, and an open stream's expiry starts again.
+    /// The stream was there: its events, numbering and state are kept; an open one gets the
+    /// [`StreamInfo`] just given and its expiry starts again (a finished one stays as it is).
     Existed,
     /// The session holds [`EventLimits::max_streams`] streams, all open (or the GET stream):
     /// nothing was opened.
@@ -214,6 +213,27 @@ pub trait EventStore: Send + Sync + 'static {
         })
     }
 
+    /// Stores a whole stream of one event: a new stream (its number never used in `session`)
+    /// whose first event is also its last (a request answered with no message before its
+    /// response, the common case). The result is the stream [`append_first`](Self::append_first)
+    /// with `last` leaves, and that is what the default does.
+    ///
+    /// A store may keep such a stream apart, in one write (the Redis store does: a key of its
+    /// own, one `SET`): it then takes no place under [`EventLimits::max_streams`] (it is
+    /// finished from the start and expires [`EventLimits::finished_stream_ttl`] later), and
+    /// [`forget`](Self::forget) may leave it to expire. [`replay`](Self::replay) finds it as
+    /// any other stream. `Ok(None)`: nothing was stored (the number was in use).
+    fn append_single<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        self.append_first(session, stream, info, data, true, limits)
+    }
+
     /// Ends stream `stream` without an event (its request was cancelled, or its producer let
     /// go of it): an open stream is finished (it expires
     /// [`EventLimits::finished_stream_ttl`] later); a stream that is not there is recorded
@@ -237,7 +257,9 @@ pub trait EventStore: Send + Sync + 'static {
         after: u64,
     ) -> BoxFuture<'a, Result<Option<Replay>, StoreError>>;
 
-    /// Drops every stream of `session` (it ended).
+    /// Drops every stream of `session` (it ended); streams stored by
+    /// [`append_single`](Self::append_single) may instead run out their
+    /// [`EventLimits::finished_stream_ttl`].
     fn forget<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
@@ -274,6 +296,17 @@ impl<T: EventStore + ?Sized> EventStore for Arc<T> {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         (**self).append_first(session, stream, info, data, last, limits)
+    }
+
+    fn append_single<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        (**self).append_single(session, stream, info, data, limits)
     }
 
     fn finish<'a>(

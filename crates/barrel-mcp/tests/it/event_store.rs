@@ -115,6 +115,7 @@ macro_rules! event_store_suite {
             idle_open_streams_go_and_free_their_place,
             the_first_append_opens_the_stream,
             finish_ends_a_stream_without_an_event,
+            a_single_event_stream_is_stored_whole,
             making_room_frees_a_quarter_at_once,
         );
         event_store_suite!(@threaded $make;
@@ -502,6 +503,63 @@ pub(crate) async fn the_first_append_opens_the_stream(make: &Make) {
             .unwrap(),
         None
     );
+}
+
+pub(crate) async fn a_single_event_stream_is_stored_whole(make: &Make) {
+    let store = make().await;
+    let limits = EventLimits {
+        finished_stream_ttl: Duration::from_millis(300),
+        ..EventLimits::default()
+    };
+    open(&*store, "s", GET, get_info(), &limits).await;
+    let stored = store
+        .append_single("s", 5, post_info(4, 2), "{\"result\":{}}\nraw", &limits)
+        .await
+        .unwrap();
+    assert_eq!(stored, Some(1));
+    let whole = replay(&*store, "s", 5, 0).await;
+    assert_eq!(seqs(&whole), [1]);
+    assert_eq!(texts(&whole), ["{\"result\":{}}\nraw"]);
+    assert!(whole.finished, "its one event is its last");
+    assert_eq!(
+        (whole.first_available, whole.latest),
+        (Some(1), 1),
+        "numbered as any stream"
+    );
+    assert_eq!(whole.info, post_info(4, 2));
+    let after = replay(&*store, "s", 5, 1).await;
+    assert!(after.events.is_empty());
+    assert!(!after.missed(1));
+    // Finished from the start: no more events, however they come.
+    assert_eq!(
+        store.append("s", 5, "late", true, &limits).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .append_first("s", 5, post_info(4, 2), "late", false, &limits)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store.open("s", 5, post_info(9, 9), &limits).await.unwrap(),
+        Opened::Existed
+    );
+    store
+        .finish("s", 5, post_info(9, 9), &limits)
+        .await
+        .unwrap();
+    let kept = replay(&*store, "s", 5, 0).await;
+    assert_eq!(texts(&kept), ["{\"result\":{}}\nraw"]);
+    assert_eq!(
+        kept.info,
+        post_info(4, 2),
+        "a finished stream stays as it is"
+    );
+    // The session's other streams are untouched; the stream goes after the finished TTL.
+    assert_eq!(replay(&*store, "s", GET, 0).await.latest, 0);
+    until_gone(&*store, "s", 5).await;
 }
 
 pub(crate) async fn finish_ends_a_stream_without_an_event(make: &Make) {

@@ -76,11 +76,9 @@ impl Stream {
         now >= self.until
     }
 
-    /// Keeps an open stream another `session_ttl` (a finished one keeps its expiry).
+    /// Keeps an open stream another `session_ttl`.
     fn refresh(&mut self, now: Instant, limits: &EventLimits) {
-        if !self.finished {
-            self.until = later(now, limits.session());
-        }
+        self.until = later(now, limits.session());
     }
 
     fn push(&mut self, data: &str, last: bool, now: Instant, limits: &EventLimits) -> u64 {
@@ -217,8 +215,10 @@ impl MemoryEventStore {
                 streams: HashMap::new(),
             });
         let opened = if let Some(stream) = entry.stream(number, now) {
-            stream.info = info;
-            stream.refresh(now, limits);
+            if !stream.finished {
+                stream.info = info;
+                stream.refresh(now, limits);
+            }
             Opened::Existed
         } else if entry.make_room(limits.max_streams, now) {
             entry.streams.insert(number, Stream::new(info, now, limits));
@@ -247,11 +247,6 @@ impl MemoryEventStore {
             return None;
         }
         let seq = stream.push(data, last, now, limits);
-        if number != 0
-            && let Some(get) = entry.stream(0, now)
-        {
-            get.refresh(now, limits);
-        }
         entry.until = later(now, limits.records());
         Some(seq)
     }

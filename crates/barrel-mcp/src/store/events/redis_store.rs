@@ -7,14 +7,18 @@
 //! | key | type | holds | expires |
 //! |---|---|---|---|
 //! | `P:s:{sid}:st` | hash | per stream (field: its number in decimal): open or finished, when it is gone (Redis ms), newest seq, bytes held, producer tag, request id (JSON) | `max(session_ttl, finished_stream_ttl)` after the session's last `open` or `append` |
-//! | `P:s:{sid}:e:<stream>` | stream | one entry per event held, id `0-<seq>`, field `d` = the data | open: `session_ttl` after its last `open` or event (the GET stream's also after any append in the session); finished: `finished_stream_ttl` after its last event |
+//! | `P:s:{sid}:e:<stream>` | stream | one entry per event held, id `0-<seq>`, field `d` = the data | open: `session_ttl` after its last `open` or event; finished: `finished_stream_ttl` after its last event |
+//! | `P:s:{sid}:1:<stream>` | string | a stream of one event ([`EventStore::append_single`]): `<producer>|<request id JSON>`, a newline, the data | `finished_stream_ttl` after it was written |
 //! | `P:s:{sid}:full` | string | present: the session is full of streams none of which can go before this key expires (so `open` refuses without reading every record) | at the earliest expiry of those streams; deleted when a stream finishes |
 //!
-//! Round trips: `open` 1 (a script), `append` 1 (a script: numbering, trimming and expiry,
-//! atomically), `append_first` 1 (the same
-//! script opens the stream first; 3 when the session is full of streams), `replay` 1 (an atomic
-//! pipeline: the record, the events after the cursor, the count held and Redis's clock),
-//! `finish` 1 (a script), `forget` 1 (a script). Trimming is exact (`XTRIM MINID`, not `~`): `first_available` is
+//! Commands: `append_single` is one `SET NX PX` (a request answered with its response alone,
+//! the common case: one Redis command per SSE `tools/call`); `open`, `append`, `append_first`,
+//! `finish` and `forget` are one script each (numbering, trimming and expiry, atomically;
+//! `append_first` opens the stream first, in 3 round trips when the session is full of
+//! streams); `replay` one atomic pipeline (the one-event form, the record, the events after
+//! the cursor, the count held and Redis's clock). A one-event stream is in no table: it takes
+//! no place under `max_streams`, and `forget` leaves it to expire (its session is gone, so no
+//! node serves it). Trimming is exact (`XTRIM MINID`, not `~`): `first_available` is
 //! then exactly what the bounds leave, and the byte bound holds (an approximate trim keeps up
 //! to a whole radix node more).
 //!
@@ -36,7 +40,10 @@ use std::fmt;
 use redis::Value;
 
 use self::scripts::Scripts;
-use self::stored::{bytes, decode_events, decode_record, encode_info, integer, time_ms};
+use self::stored::{
+    bytes, decode_events, decode_record, decode_single, encode_info, encode_single, integer,
+    time_ms,
+};
 use super::{EventLimits, EventStore, Opened, Replay, StreamInfo};
 use crate::peer::BoxFuture;
 use crate::store::StoreError;
@@ -95,6 +102,11 @@ impl RedisEventStore {
         classify(&self.redis, error)
     }
 
+    /// The key of a one-event stream ([`EventStore::append_single`]).
+    fn single(&self, session: &str, stream: u64) -> String {
+        format!("{}:s:{{{session}}}:1:{stream}", self.redis.prefix())
+    }
+
     /// What the key of each of the session's streams starts with.
     fn events_prefix(&self, session: &str) -> String {
         format!("{}:s:{{{session}}}:e:", self.redis.prefix())
@@ -114,6 +126,7 @@ impl RedisEventStore {
             .key(self.table(session))
             .key(format!("{prefix}{stream}"))
             .key(self.full_mark(session))
+            .key(self.single(session, stream))
             .arg(stream.to_string())
             .arg(encode_info(&info)?)
             .arg(limits.max_streams)
@@ -155,8 +168,8 @@ impl RedisEventStore {
             .append
             .key(self.table(session))
             .key(format!("{prefix}{stream}"))
-            .key(format!("{prefix}0"))
             .key(self.full_mark(session))
+            .key(self.single(session, stream))
             .arg(stream.to_string())
             .arg(data)
             .arg(if last { "1" } else { "0" })
@@ -188,6 +201,33 @@ impl RedisEventStore {
         }
     }
 
+    /// A stream of one event in one command: `SET NX` with the finished TTL. Bounds that keep
+    /// no event at all take the script, which applies them.
+    async fn append_single_now(
+        &self,
+        session: &str,
+        stream: u64,
+        info: StreamInfo,
+        data: &str,
+        limits: &EventLimits,
+    ) -> Result<Option<u64>, StoreError> {
+        if limits.replay_events == 0 {
+            return self
+                .append_now(session, stream, data, true, limits, Some(info))
+                .await;
+        }
+        let stored: Option<String> = redis::cmd("SET")
+            .arg(self.single(session, stream))
+            .arg(encode_single(&info, data)?)
+            .arg("PX")
+            .arg(millis(limits.finished()))
+            .arg("NX")
+            .query_async(&mut self.redis.commands())
+            .await
+            .map_err(|e| self.fail(&e))?;
+        Ok(stored.map(|_| 1))
+    }
+
     async fn finish_now(
         &self,
         session: &str,
@@ -202,6 +242,7 @@ impl RedisEventStore {
             .key(self.table(session))
             .key(format!("{prefix}{stream}"))
             .key(self.full_mark(session))
+            .key(self.single(session, stream))
             .arg(stream.to_string())
             .arg(encode_info(&info)?)
             .arg(millis(limits.finished()))
@@ -227,6 +268,8 @@ impl RedisEventStore {
         let events = format!("{}{stream}", self.events_prefix(session));
         let replies: Vec<Value> = redis::pipe()
             .atomic()
+            .cmd("GET")
+            .arg(self.single(session, stream))
             .cmd("HGET")
             .arg(self.table(session))
             .arg(stream.to_string())
@@ -240,11 +283,26 @@ impl RedisEventStore {
             .query_async(&mut self.redis.commands())
             .await
             .map_err(|e| self.fail(&e))?;
-        let [record, range, held, now] = replies.as_slice() else {
+        let [single, record, range, held, now] = replies.as_slice() else {
             return Err(StoreError::Corrupt(
                 "the event store's replay answer has the wrong shape".into(),
             ));
         };
+        if let Some(single) = bytes(single) {
+            // A one-event stream (Redis expires it): finished, its event numbered 1.
+            let (info, data) = decode_single(single)?;
+            return Ok(Some(Replay {
+                events: if after == 0 {
+                    vec![(1, data)]
+                } else {
+                    Vec::new()
+                },
+                first_available: Some(1),
+                latest: 1,
+                finished: true,
+                info,
+            }));
+        }
         let record = match record {
             Value::Nil => return Ok(None),
             other => decode_record(bytes(other).unwrap_or_default())?,
@@ -323,6 +381,17 @@ impl EventStore for RedisEventStore {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(self.append_now(session, stream, data, last, limits, Some(info)))
+    }
+
+    fn append_single<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(self.append_single_now(session, stream, info, data, limits))
     }
 
     fn finish<'a>(

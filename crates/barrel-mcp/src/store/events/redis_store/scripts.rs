@@ -4,9 +4,8 @@
 //! A stream's record in the session's table (`P:s:{sid}:st`, field = the stream number in
 //! decimal) is `<state><until>|<latest seq>|<bytes held>|<producer tag>|<request id JSON or
 //! empty>`, where `<state>` is `o` (open) or `d` (finished) and `<until>` the Redis time in ms
-//! at which the stream is gone: an open stream `session_ttl` after its last `open` or event
-//! (the GET stream's also after any append in the session), a finished one
-//! `finished_stream_ttl` after its last event. A stream past its `<until>` is gone whatever
+//! at which the stream is gone: an open stream `session_ttl` after its last `open` or event,
+//! a finished one `finished_stream_ttl` after its last event. A stream past its `<until>` is gone whatever
 //! its state: no append, no replay, and the next `OPEN` of the session forgets it. Stream
 //! numbers stay strings in Lua: tagged ones exceed the 2^53 a Lua number holds exactly.
 //!
@@ -32,12 +31,13 @@ local function int(n)
 end
 ";
 
-/// `OPEN` (keys: the table, the stream's events, the session's full mark; args: stream,
-/// `<producer>|<request>`, max streams, session TTL ms, table TTL ms, the events key prefix).
-/// Returns 1 when created (with no events: a leftover events key is deleted, and so is the
-/// full mark, which nodes with other limits could have left), 2 when it
-/// existed (its info replaced; an open stream's expiry starts again), 0 when the session is
-/// full of open streams (and the GET stream), -1 when a record is unreadable.
+/// `OPEN` (keys: the table, the stream's events, the session's full mark, the stream's
+/// one-event key; args: stream, `<producer>|<request>`, max streams, session TTL ms, table TTL
+/// ms, the events key prefix). Returns 1 when created (with no events: a leftover events key
+/// is deleted, and so is the full mark, which nodes with other limits could have left), 2 when
+/// it existed (an open one gets the new info and its expiry starts again; a finished one, or a
+/// one-event stream, stays as it is), 0 when the session is full of open streams (and the GET
+/// stream), -1 when a record is unreadable.
 const OPEN: &str = r"
 local now = now_ms()
 local function drop(stream)
@@ -51,15 +51,14 @@ if record then
   if tonumber(deadline) <= now then
     drop(ARGV[1])
   else
-    if state == 'o' then
-      deadline = int(now + tonumber(ARGV[4]))
-      redis.call('PEXPIRE', KEYS[2], ARGV[4])
-    end
-    redis.call('HSET', KEYS[1], ARGV[1], state .. deadline .. '|' .. counts .. '|' .. ARGV[2])
+    if state == 'd' then return 2 end
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    redis.call('HSET', KEYS[1], ARGV[1], 'o' .. int(now + tonumber(ARGV[4])) .. '|' .. counts .. '|' .. ARGV[2])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
     return 2
   end
 end
+if redis.call('EXISTS', KEYS[4]) == 1 then return 2 end
 local max = tonumber(ARGV[3])
 local count = redis.call('HLEN', KEYS[1])
 if count >= max then
@@ -105,8 +104,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 ";
 
-/// `APPEND` (keys: the table, the stream's events, the GET stream's events, the session's full
-/// mark; args: stream, data, last `0`/`1`, max events, max bytes, session TTL ms, finished TTL
+/// `APPEND` (keys: the table, the stream's events, the session's full mark, the stream's
+/// one-event key; args: stream, data, last `0`/`1`, max events, max bytes, session TTL ms, finished TTL
 /// ms, table TTL ms, `<producer>|<request>` or empty, max streams). Returns the event's
 /// sequence number, 0 when there is no open stream by that number (an open one past its expiry
 /// is forgotten on the way), -1 when its record or events are unreadable (nothing written), -2
@@ -114,7 +113,7 @@ return 1
 /// `OPEN`, which makes room).
 ///
 /// With the info argument (the stream's first event), a stream that is not there (or is gone)
-/// is created first, as `OPEN` creates one; its one event needs no trimming (the newest event is
+/// is created first, as `OPEN` creates one (unless it is a one-event stream: finished); its one event needs no trimming (the newest event is
 /// always kept), so nothing is read back.
 ///
 /// Otherwise everything that can refuse is checked before the first write: the record, the type
@@ -123,7 +122,7 @@ return 1
 /// no event at all), drops the oldest events beyond the bounds (exactly: `XTRIM MINID` without
 /// `~`; the newest is always kept), keeps the stream another session TTL (or, on `last`, marks
 /// it finished, shortens its TTL to the finished TTL and deletes the full mark), and keeps the
-/// table and the GET stream another session TTL.
+/// table another session TTL.
 const APPEND: &str = r"
 local now = now_ms()
 local record = redis.call('HGET', KEYS[1], ARGV[1])
@@ -140,9 +139,9 @@ if record and ARGV[9] ~= '' then
 end
 local fresh = false
 if not record then
-  if ARGV[9] == '' then return 0 end
+  if ARGV[9] == '' or redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
   if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[10]) then return -2 end
-  redis.call('DEL', KEYS[2], KEYS[4])
+  redis.call('DEL', KEYS[2], KEYS[3])
   record = 'o' .. int(now + tonumber(ARGV[6])) .. '|0|0|' .. ARGV[9]
   fresh = true
 end
@@ -204,30 +203,21 @@ end
 if ARGV[3] == '1' then
   state = 'd' .. int(now + tonumber(ARGV[7]))
   redis.call('PEXPIRE', KEYS[2], ARGV[7])
-  if not fresh then redis.call('DEL', KEYS[4]) end
+  if not fresh then redis.call('DEL', KEYS[3]) end
 else
   state = 'o' .. int(now + tonumber(ARGV[6]))
   redis.call('PEXPIRE', KEYS[2], ARGV[6])
 end
 redis.call('HSET', KEYS[1], ARGV[1], state .. '|' .. id .. '|' .. int(weight) .. '|' .. info)
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
-if ARGV[1] ~= '0' then
-  local get = redis.call('HGET', KEYS[1], '0')
-  local get_until, get_rest = nil, nil
-  if get then get_until, get_rest = string.match(get, '^o(%d+)(|.*)$') end
-  if get_until and tonumber(get_until) > now then
-    redis.call('HSET', KEYS[1], '0', 'o' .. int(now + tonumber(ARGV[6])) .. get_rest)
-    redis.call('PEXPIRE', KEYS[3], ARGV[6])
-  end
-end
 return seq
 ";
 
-/// `FINISH` (keys: the table, the stream's events, the session's full mark; args: stream,
-/// `<producer>|<request>`, finished TTL ms, table TTL ms, max streams). Finishes an open
-/// stream (its events expire the finished TTL later, and the full mark goes); records a
-/// stream that is not there (or is gone) finished and empty, unless the session holds max
-/// streams; leaves a finished one as it is. Returns 1, or -1 when the record is unreadable
+/// `FINISH` (keys: the table, the stream's events, the session's full mark, the stream's
+/// one-event key; args: stream, `<producer>|<request>`, finished TTL ms, table TTL ms, max
+/// streams). Finishes an open stream (its events expire the finished TTL later, and the full
+/// mark goes); records a stream that is not there (or is gone) finished and empty, unless the
+/// session holds max streams; leaves a finished one (or a one-event stream) as it is. Returns 1, or -1 when the record is unreadable
 /// (nothing written).
 const FINISH: &str = r"
 local now = now_ms()
@@ -247,6 +237,7 @@ if record then
   redis.call('HDEL', KEYS[1], ARGV[1])
   redis.call('DEL', KEYS[2])
 end
+if redis.call('EXISTS', KEYS[4]) == 1 then return 1 end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[5]) then return 1 end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], ARGV[1], 'd' .. ends .. '|0|0|' .. ARGV[2])

@@ -38,14 +38,10 @@ pub(super) fn encode_info(info: &StreamInfo) -> Result<String, StoreError> {
 pub(super) fn decode_record(text: &[u8]) -> Result<Record, StoreError> {
     let bad = || corrupt("stream record is unreadable");
     let text = std::str::from_utf8(text).map_err(|_| bad())?;
-    let mut parts = text.splitn(5, '|');
-    let (Some(state), Some(latest), Some(_bytes), Some(producer), Some(request)) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
+    let mut parts = text.splitn(4, '|');
+    let (Some(state), Some(latest), Some(_bytes), Some(info)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return Err(bad());
     };
     let (finished, until) = match (state.strip_prefix('o'), state.strip_prefix('d')) {
@@ -53,21 +49,44 @@ pub(super) fn decode_record(text: &[u8]) -> Result<Record, StoreError> {
         (_, Some(ms)) => (true, ms),
         _ => return Err(bad()),
     };
-    let until = number(until).ok_or_else(bad)?;
-    let producer = number(producer)
-        .and_then(|n| u32::try_from(n).ok())
-        .and_then(NodeTag::new)
-        .ok_or_else(bad)?;
-    let request = match request {
-        "" => None,
-        json => Some(serde_json::from_str::<RequestId>(json).map_err(|_| bad())?),
-    };
     Ok(Record {
         finished,
-        until,
+        until: number(until).ok_or_else(bad)?,
         latest: number(latest).ok_or_else(bad)?,
-        info: StreamInfo { producer, request },
+        info: decode_info(info).ok_or_else(bad)?,
     })
+}
+
+/// Reads `<producer>|<request id JSON, or nothing for none>`.
+fn decode_info(text: &str) -> Option<StreamInfo> {
+    let (producer, request) = text.split_once('|')?;
+    let producer = number(producer)
+        .and_then(|n| u32::try_from(n).ok())
+        .and_then(NodeTag::new)?;
+    let request = match request {
+        "" => None,
+        json => Some(serde_json::from_str::<RequestId>(json).ok()?),
+    };
+    Some(StreamInfo { producer, request })
+}
+
+/// A stream of one event, kept on a key of its own: `<producer>|<request>` (no raw newline:
+/// the request id is compact JSON), a newline, then the event's data.
+pub(super) fn encode_single(info: &StreamInfo, data: &str) -> Result<String, StoreError> {
+    let info = encode_info(info)?;
+    let mut text = String::with_capacity(info.len() + 1 + data.len());
+    text.push_str(&info);
+    text.push('\n');
+    text.push_str(data);
+    Ok(text)
+}
+
+/// Reads what [`encode_single`] wrote: the stream's info and its one event's data.
+pub(super) fn decode_single(text: &[u8]) -> Result<(StreamInfo, Arc<str>), StoreError> {
+    let bad = || corrupt("one-event stream is unreadable");
+    let text = std::str::from_utf8(text).map_err(|_| bad())?;
+    let (info, data) = text.split_once('\n').ok_or_else(bad)?;
+    Ok((decode_info(info).ok_or_else(bad)?, Arc::from(data)))
 }
 
 /// A decimal number as Redis and the scripts write it: digits only.
@@ -192,6 +211,42 @@ mod tests {
         ] {
             assert!(
                 matches!(decode_record(garbage), Err(StoreError::Corrupt(_))),
+                "{garbage:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn single_streams_round_trip_and_refuse_garbage() {
+        let info = StreamInfo {
+            producer: NodeTag::new(7).unwrap(),
+            request: Some(RequestId::from("a|b\nc")),
+        };
+        let data = "{\"x\":\"line\\none|two\"}\nraw";
+        let text = encode_single(&info, data).unwrap();
+        assert_eq!(
+            decode_single(text.as_bytes()).unwrap(),
+            (info, Arc::from(data))
+        );
+        let none = StreamInfo {
+            producer: NodeTag::new(1).unwrap(),
+            request: None,
+        };
+        let text = encode_single(&none, "").unwrap();
+        assert_eq!(
+            decode_single(text.as_bytes()).unwrap(),
+            (none, Arc::from(""))
+        );
+        for garbage in [
+            &b"7|"[..],
+            b"x|\nd",
+            b"16777216|\nd",
+            b"7|{\nd",
+            b"\xff|\nd",
+            b"7\nd",
+        ] {
+            assert!(
+                matches!(decode_single(garbage), Err(StoreError::Corrupt(_))),
                 "{garbage:?}"
             );
         }

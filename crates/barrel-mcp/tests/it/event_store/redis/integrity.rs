@@ -1,16 +1,17 @@
 //! `RedisEventStore` keeps its keys whole: a key of the wrong type is `Corrupt` (not
 //! `Unavailable`), a refused append writes nothing, an events key left from an earlier stream
-//! does not wedge a new one, and a session full of open streams is refused without reading
-//! every record each time.
+//! does not wedge a new one, a session full of open streams is refused without reading
+//! every record each time, and a stream of one event is one command on a key of its own.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ::redis::AsyncCommands;
 use barrel_mcp::store::{EventLimits, EventStore, Opened, RedisEventStore};
 
 use super::super::{GET, append, get_info, open, post_info};
 use super::{SECRET_SID, corrupt_quietly, store_on};
-use crate::support::redis::{RedisProcess, connect, corrupt, plain, shared, unique_prefix};
+use crate::support::redis::{RedisProcess, connect, corrupt, plain, pttl, shared, unique_prefix};
 use crate::support::within;
 
 #[tokio::test]
@@ -178,6 +179,84 @@ async fn a_full_session_refuses_without_reading_every_record() {
                 .unwrap(),
             Opened::Full
         );
+    })
+    .await;
+}
+
+/// The `calls` of every command in `INFO commandstats` but `INFO` itself, summed.
+async fn commands_served(url: &str) -> u64 {
+    let stats: String = ::redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut plain(url).await)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .filter(|line| line.starts_with("cmdstat_") && !line.starts_with("cmdstat_info:"))
+        .filter_map(|line| line.split_once("calls=")?.1.split(',').next())
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[tokio::test]
+async fn a_single_event_stream_is_one_command_on_a_key_of_its_own() {
+    within(async {
+        // A server of its own: its command counts are this test's alone.
+        let server = RedisProcess::start(&[]);
+        let prefix = unique_prefix("single");
+        let store = RedisEventStore::new(connect(&server.url(), &prefix).await);
+        let limits = EventLimits {
+            max_streams: 1,
+            finished_stream_ttl: Duration::from_secs(30),
+            ..EventLimits::default()
+        };
+        // The GET stream fills the session; one-event streams take no place in it.
+        open(&store, "s", GET, get_info(), &limits).await;
+        let before = commands_served(&server.url()).await;
+        for stream in 1..=10 {
+            let stored = store
+                .append_single("s", stream, post_info(0, stream as i64), "answer", &limits)
+                .await
+                .unwrap();
+            assert_eq!(stored, Some(1));
+        }
+        // The connection's handshake and script loads were before `before`.
+        assert_eq!(commands_served(&server.url()).await - before, 10);
+        let key = format!("{prefix}:s:{{s}}:1:7");
+        let ttl = pttl(&server.url(), &key).await;
+        assert!(ttl > 0 && ttl <= 30_000, "{key}: {ttl}");
+        // A number in use is refused, and the stream is as it was.
+        assert_eq!(
+            store
+                .append_single("s", 7, post_info(0, 70), "again", &limits)
+                .await
+                .unwrap(),
+            None
+        );
+        let held = store.replay("s", 7, 0).await.unwrap().unwrap();
+        assert_eq!(held.events, vec![(1, Arc::from("answer"))]);
+        assert_eq!(held.info, post_info(0, 7));
+        // Bounds that keep no event take the script, which stores none.
+        let none = EventLimits {
+            replay_events: 0,
+            ..EventLimits::default()
+        };
+        assert_eq!(
+            store
+                .append_single("t", 3, post_info(0, 3), "dropped", &none)
+                .await
+                .unwrap(),
+            Some(1)
+        );
+        let replay = store.replay("t", 3, 0).await.unwrap().unwrap();
+        assert!(replay.events.is_empty() && replay.finished && replay.missed(0));
+        // What is not ours is corrupt.
+        let _: () = plain(&server.url())
+            .await
+            .set(&key, "no info line")
+            .await
+            .unwrap();
+        assert!(corrupt(&store.replay("s", 7, 0).await));
     })
     .await;
 }
