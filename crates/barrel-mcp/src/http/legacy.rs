@@ -172,7 +172,10 @@ async fn post(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Re
     };
     let session = match session {
         Ok(session) => session,
-        Err((shared, node)) => return legacy_nodes::send_on(shared, node, &id, &message).await,
+        Err((shared, node)) => {
+            let forwards = &state.sessions.legacy_forwards;
+            return legacy_nodes::send_on(forwards, shared, node, &id, &message).await;
+        }
     };
     session.touch();
     let caller = Arc::new(Caller::http(Arc::new(parts)));

@@ -9,19 +9,31 @@
 //! - A POST for a session this node does not hold loads the record: 404 when it is unknown, not
 //!   a legacy session, or another principal's; else the message goes to the holder's inbox
 //!   (`session-deliver`) and the POST gets 202: 404 when that node is gone (the session ended
-//!   with it), 503 with `Retry-After` when the store or the bus cannot answer, 413 past
-//!   [`SharedSessions::max_forwarded_bytes`](super::SharedSessions::max_forwarded_bytes). The
-//!   holder hands it to the session as if POSTed there, without the HTTP request (a handler
-//!   sees no caller's headers for it).
+//!   with it), 503 with `Retry-After` when the store or the bus cannot answer (or the holder's
+//!   inbox is full: [`BusOptions::inbox_capacity`](crate::store::BusOptions::inbox_capacity)),
+//!   413 past [`SharedSessions::max_forwarded_bytes`](super::SharedSessions::max_forwarded_bytes),
+//!   429 with `Retry-After: 1` past
+//!   [`SharedSessions::max_forwards_per_second`](super::SharedSessions::max_forwards_per_second)
+//!   for the session through this node. The holder hands it to the session as if POSTed there,
+//!   without the HTTP request (a handler sees no caller's headers for it).
+//! - So a forwarded POST climbs the same rungs as one the holder gets (`Content-Type`, the body
+//!   limit [`HttpConfig::max_body_size`](super::HttpConfig::max_body_size) and its timeout, JSON,
+//!   no batches: `legacy.rs` reads it before it is sent on), and what one client pushes into the
+//!   holder's inbox is bounded as for a Streamable HTTP session: by message
+//!   (`max_forwarded_bytes`) and by session and second (`max_forwards_per_second`).
 //! - When the holder dies the session ends: the old transport never resumes. So does it when
 //!   its record is gone from the store, or when the holder takes a new node tag (the record
 //!   names the old one).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::response::Response;
 use barrel_mcp_types::{Message, ProtocolVersion};
 use http::StatusCode;
+use tokio::time::Instant;
 
 use super::replica::{self, is_session_id, unavailable, unavailable_because};
 use super::session::HttpSession;
@@ -107,8 +119,63 @@ pub(crate) async fn holder(
     }
 }
 
-/// Sends `message`, POSTed for the legacy session `id`, on to `node`, which holds it.
+/// The messages this node sent on for legacy sessions other nodes hold, counted per session
+/// over one-second windows, for
+/// [`SharedSessions::max_forwards_per_second`](super::SharedSessions::max_forwards_per_second)
+/// (a node holds no copy of such a session to count them in). Each window starts empty, so the
+/// table holds at most the sessions sent on for within one second, each a stored legacy
+/// session of its caller.
+#[derive(Default)]
+pub(crate) struct Forwards(Mutex<Window>);
+
+#[derive(Default)]
+struct Window {
+    started: Option<Instant>,
+    sent: HashMap<String, u32>,
+}
+
+impl fmt::Debug for Forwards {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Counts only: session ids are not shown.
+        let sessions = self.0.lock().map_or(0, |window| window.sent.len());
+        f.debug_struct("Forwards")
+            .field("sessions", &sessions)
+            .finish()
+    }
+}
+
+impl Forwards {
+    /// Counts one message for session `id`; false when it already sent `max` this second.
+    fn admit(&self, id: &str, max: u32) -> bool {
+        let mut window = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if window
+            .started
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
+        {
+            window.started = Some(Instant::now());
+            // Given back whole: a busy second leaves no large table behind.
+            window.sent = HashMap::new();
+        }
+        if let Some(sent) = window.sent.get_mut(id) {
+            if *sent >= max {
+                return false;
+            }
+            *sent += 1;
+            return true;
+        }
+        if max == 0 {
+            return false;
+        }
+        window.sent.insert(id.to_owned(), 1);
+        true
+    }
+}
+
+/// Sends `message`, POSTed for the legacy session `id`, on to `node`, which holds it: 413 past
+/// [`SharedSessions::max_forwarded_bytes`], 429 with `Retry-After: 1` past
+/// [`SharedSessions::max_forwards_per_second`] for this session (counted in `forwards`).
 pub(crate) async fn send_on(
+    forwards: &Forwards,
     shared: &SharedSessions,
     node: NodeTag,
     id: &str,
@@ -122,6 +189,18 @@ pub(crate) async fn send_on(
             reply::rpc_error(-32600, "message too large to send on to another node"),
         );
     }
+    if !forwards.admit(id, shared.max_forwards_per_second) {
+        let mut response = reply::error(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            reply::rpc_error(-32600, "too many messages for other nodes; try again"),
+        );
+        response.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+        return response;
+    }
     let news = News::Deliver {
         session: id,
         message: &text,
@@ -134,5 +213,27 @@ pub(crate) async fn send_on(
             tracing::warn!(%error, "could not send a legacy client's message on");
             unavailable_because("the other nodes of the service cannot be reached")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Forwards;
+
+    #[tokio::test(start_paused = true)]
+    async fn forwards_are_counted_per_session_over_one_second() {
+        let forwards = Forwards::default();
+        assert!(forwards.admit("one", 2));
+        assert!(forwards.admit("one", 2));
+        assert!(!forwards.admit("one", 2), "a third in the same second");
+        assert!(forwards.admit("two", 2), "another session counts apart");
+        tokio::time::advance(Duration::from_millis(999)).await;
+        assert!(!forwards.admit("one", 2));
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(forwards.admit("one", 2), "a new second");
+        assert!(!forwards.admit("three", 0), "none allowed");
+        assert_eq!(format!("{forwards:?}"), "Forwards { sessions: 1 }");
     }
 }

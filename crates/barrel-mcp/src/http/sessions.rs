@@ -53,6 +53,8 @@ pub(crate) struct Sessions {
     pub(crate) listening: AtomicBool,
     /// One subscription to the news at a time, and when the last one failed.
     pub(crate) subscribing: tokio::sync::Mutex<Option<Instant>>,
+    /// With shared sessions: the messages sent on for legacy sessions other nodes hold.
+    pub(crate) legacy_forwards: super::legacy_nodes::Forwards,
 }
 
 impl Sessions {

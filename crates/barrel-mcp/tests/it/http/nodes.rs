@@ -7,9 +7,11 @@
 //! carried across nodes; `lifetimes.rs`: deletion, expiry, store failures, principals, caps and
 //! concurrent restores; `asks.rs`: a server-to-client request answered on the other node, and a
 //! cancellation sent to the other node; `retag.rs`: a node that takes a new tag rebuilds its
-//! copies; `replay.rs`: streams shared through an event store; `legacy.rs`: a legacy HTTP+SSE session
-//! whose POSTs reach the other node. With feature `redis`, `redis.rs` runs the continuation over
-//! `RedisSessionStore` and `RedisBus`.
+//! copies; `replay.rs`: streams shared through an event store; `follow.rs`: streams followed
+//! from it (a stalled reader cut off, a quiet GET stream kept alive, GET streams opened on two
+//! nodes at once); `legacy.rs`: a legacy HTTP+SSE session whose POSTs reach the other node, and
+//! `legacy_bounds.rs` the bounds on what is sent on. With feature `redis`, `redis.rs` runs the
+//! continuation over `RedisSessionStore` and `RedisBus`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -29,7 +31,9 @@ use super::{Client, Response, SseReader, TestServer, initialize, session_id};
 use crate::server::fixture::Probe;
 
 mod asks;
+mod follow;
 mod legacy;
+mod legacy_bounds;
 mod lifetimes;
 #[cfg(feature = "redis")]
 mod redis;
