@@ -107,7 +107,10 @@ pub struct HttpConfig {
     /// `Last-Event-ID`. Default 64.
     pub stream_queue: usize,
     /// How long a 2026-07-28 answer stream may stay full (the client reads nothing) before its
-    /// request is cancelled and the stream ends; such streams cannot be resumed. Default 30 s.
+    /// request is cancelled and the stream ends (such streams cannot be resumed); also how long
+    /// a stream followed from the shared event store (a resume on a node that did not produce
+    /// it) may stay full before it ends and frees its `max_followed_streams` place. Default
+    /// 30 s.
     pub stalled_reader_timeout: Duration,
     /// Events each stream keeps for `Last-Event-ID` replay. Default 128.
     pub replay_events: usize,

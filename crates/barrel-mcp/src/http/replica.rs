@@ -188,13 +188,16 @@ pub(crate) async fn delete(
         shared.events.clone(),
         id.to_owned(),
     );
+    // Both at once: on one Redis they share a round trip.
     state.sessions.tasks.spawn(async move {
-        News::Ended(&ended).publish(&*bus).await;
-        if let Some(events) = events
-            && let Err(error) = events.forget(&ended).await
-        {
-            tracing::debug!(%error, "could not forget a deleted session's streams; they expire");
-        }
+        let forget = async {
+            if let Some(events) = &events
+                && let Err(error) = events.forget(&ended).await
+            {
+                tracing::debug!(%error, "could not forget a deleted session's streams; they expire");
+            }
+        };
+        tokio::join!(News::Ended(&ended).publish(&*bus), forget);
     });
     // Whether or not a copy was found above: a request may have built one since, and this
     // node does not hear its own news.

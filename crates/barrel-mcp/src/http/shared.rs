@@ -94,7 +94,7 @@ pub struct SharedSessions {
     /// answer clients send (a sampling result with an image).
     pub max_forwarded_bytes: usize,
     /// Messages one session may send on to other nodes per second, through one node (answers,
-    /// progress and cancellations); past it 429 with `Retry-After: 1` (and SDK clients do not
+    /// progress and cancellations, and legacy POSTs sent on to the session's holder); past it 429 with `Retry-After: 1` (and SDK clients do not
     /// retry a POSTed answer: keep it above the requests a server makes of one client at
     /// once). With `max_forwarded_bytes`, bounds what one client can put into the nodes'
     /// inboxes. Default 256.

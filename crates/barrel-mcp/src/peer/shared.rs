@@ -83,6 +83,9 @@ impl RequestIds {
     /// the one before, whose late answers would otherwise resolve its requests.
     pub(crate) fn of_node(node: crate::store::NodeTag) -> Self {
         use crate::store::NodeTag;
+        if node == NodeTag::LOCAL {
+            return Self::ALL;
+        }
         let mut random = [0u8; 4];
         let offset = match getrandom::fill(&mut random) {
             Ok(()) => u32::from_le_bytes(random) % (NodeTag::MAX_REQUEST_N / 2),
