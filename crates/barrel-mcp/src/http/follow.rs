@@ -260,7 +260,8 @@ fn take_over(session: &Arc<HttpSession>, journal: &Arc<Journal>, previous: Optio
 /// Sends what the store holds of the GET stream after `sent` whenever it grew, until `over`
 /// (the client left, or another GET replaced this one) or the session ends. At every quiet
 /// keep-alive it keeps the stream alive in the store, while the store still names this node
-/// its producer (else another node serves it now: this one ends).
+/// its producer ([`EventStore::keep`](crate::store::EventStore::keep); else another node
+/// serves it now, or it is gone: this one ends).
 async fn follow_get(
     journal: Arc<Journal>,
     tx: mpsc::Sender<Bytes>,
@@ -296,12 +297,21 @@ async fn follow_get(
                 over.cancel();
                 return;
             }
-            if let Err(error) = journal
+            // Kept only while this node still produces it: a node that opened it meanwhile
+            // serves it now (and a stream gone from the store starts its numbering again).
+            match journal
                 .events
-                .open(&sid, GET_STREAM, journal.info(None), &journal.limits)
+                .keep(&sid, GET_STREAM, journal.node, &journal.limits)
                 .await
             {
-                tracing::debug!(%error, "could not keep a GET stream alive; tried again");
+                Ok(true) => {}
+                Ok(false) => {
+                    over.cancel();
+                    return;
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "could not keep a GET stream alive; tried again");
+                }
             }
         }
         match send_all(&tx, replayed(GET_STREAM, sent, &replay), sent, stall, &over).await {

@@ -17,8 +17,9 @@
 //! in the first half of the node's range, so no two copies of one session (on two nodes, or
 //! one after another on one node) number a stream alike. The first event of a stream opens it
 //! in the store, in the same round trip ([`EventStore::append_first`]); a stream whose first
-//! event is its response is stored whole ([`EventStore::append_single`]: one `SET` on Redis).
-//! Their numbers are never used twice, as `append_single` requires. A stream that ends
+//! event is its response is stored whole ([`EventStore::append_single`]: one `SET` on Redis),
+//! unless an earlier event of it may have reached the store (an append that failed): a whole
+//! stream's number must be new. A stream that ends
 //! without a response (its request was cancelled, or the copy ended) is finished in the store
 //! ([`EventStore::finish`]), so a node following it stops waiting. When the copy ends, its
 //! streams are ended once what is queued was written.
@@ -74,6 +75,22 @@ struct Queue {
     closing: bool,
     /// Request streams opened in the store and not finished.
     opened: HashSet<u64>,
+    /// Request streams whose first append stored nothing this node knows of (it failed, was
+    /// refused, or was not tried): it may have reached the store all the same (an append that
+    /// timed out after Redis applied it), so their next event opens them with
+    /// `append_first`, never as a whole stream.
+    tried: HashSet<u64>,
+}
+
+/// How an event goes into the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Append {
+    /// The stream's first and last event, on a stream never tried: the whole stream.
+    Whole,
+    /// The stream's first event this node stored: it opens the stream.
+    First,
+    /// An event of a stream open in the store (or of the GET stream).
+    Next,
 }
 
 /// The GET stream as this node serves it.
@@ -331,7 +348,7 @@ impl Journal {
     /// it sent reaches its streams even when it ended.
     async fn drain(self: Arc<Self>, copy: Option<Arc<HttpSession>>) {
         loop {
-            let (next, first) = {
+            let (next, how) = {
                 let mut queue = self.queue();
                 let Some(next) = queue.pending.pop_front() else {
                     queue.writing = false;
@@ -343,13 +360,19 @@ impl Journal {
                     }
                     return;
                 };
-                let first = match &next {
-                    Work::Event { stream, .. } => {
-                        *stream != GET_STREAM && !queue.opened.contains(stream)
+                let how = match &next {
+                    Work::Event { stream, last, .. }
+                        if *stream != GET_STREAM && !queue.opened.contains(stream) =>
+                    {
+                        if *last && !queue.tried.contains(stream) {
+                            Append::Whole
+                        } else {
+                            Append::First
+                        }
                     }
-                    Work::End(_) => false,
+                    Work::Event { .. } | Work::End(_) => Append::Next,
                 };
-                (next, first)
+                (next, how)
             };
             match next {
                 Work::Event {
@@ -363,7 +386,7 @@ impl Journal {
                     // without waiting for it.
                     let store = store && !self.queue().bypass;
                     let seq = if store {
-                        self.append(stream, &data, last, request, first).await
+                        self.append(stream, &data, last, request, how).await
                     } else {
                         None
                     };
@@ -371,8 +394,14 @@ impl Journal {
                         let mut queue = self.queue();
                         if last {
                             queue.opened.remove(&stream);
-                        } else if first && seq.is_some() {
-                            queue.opened.insert(stream);
+                            queue.tried.remove(&stream);
+                        } else if how == Append::First {
+                            if seq.is_some() {
+                                queue.tried.remove(&stream);
+                                queue.opened.insert(stream);
+                            } else {
+                                queue.tried.insert(stream);
+                            }
                         }
                     }
                     if last && seq.is_none() && stream != GET_STREAM {
@@ -388,6 +417,7 @@ impl Journal {
                     let bypass = {
                         let mut queue = self.queue();
                         queue.opened.remove(&stream);
+                        queue.tried.remove(&stream);
                         queue.bypass
                     };
                     if bypass {
@@ -409,21 +439,25 @@ impl Journal {
         data: &str,
         last: bool,
         request: Option<RequestId>,
-        first: bool,
+        how: Append,
     ) -> Option<u64> {
         let (session, limits) = (&self.session, &self.limits);
-        let appended = if first && last {
-            self.events
-                .append_single(session, stream, self.info(request), data, limits)
-                .await
-        } else if first {
-            self.events
-                .append_first(session, stream, self.info(request), data, last, limits)
-                .await
-        } else {
-            self.events
-                .append(session, stream, data, last, limits)
-                .await
+        let appended = match how {
+            Append::Whole => {
+                self.events
+                    .append_single(session, stream, self.info(request), data, limits)
+                    .await
+            }
+            Append::First => {
+                self.events
+                    .append_first(session, stream, self.info(request), data, last, limits)
+                    .await
+            }
+            Append::Next => {
+                self.events
+                    .append(session, stream, data, last, limits)
+                    .await
+            }
         };
         appended.unwrap_or_else(|error| {
             tracing::warn!(%error, "an event could not be stored; what waits goes out without ids");

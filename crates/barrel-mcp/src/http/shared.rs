@@ -103,11 +103,14 @@ pub struct SharedSessions {
     /// node keeps the streams it produces, and only it replays them). Default `None`;
     /// [`redis`](Self::redis) sets a [`RedisEventStore`](crate::store::RedisEventStore).
     pub events: Option<Arc<dyn EventStore>>,
-    /// How long a finished stream stays resumable in the event store after its last event.
-    /// Default 60 s.
+    /// How long a finished stream stays resumable in the event store after its last event
+    /// (and so, with the rate its requests are answered at, what the one-event streams of a
+    /// session hold in the store). Default 60 s.
     pub finished_stream_ttl: Duration,
     /// Streams one session may hold in the event store at once, its GET stream included
-    /// ([`EventLimits::max_streams`]). Default 1,024.
+    /// ([`EventLimits::max_streams`]): those of several events; a stream answered by its
+    /// response alone may be kept apart, bounded by `finished_stream_ttl`
+    /// ([`EventStore::append_single`](crate::store::EventStore::append_single)). Default 1,024.
     pub max_streams: usize,
     /// How often a node reads the event store for a stream it follows but does not produce (a
     /// request's stream resumed away from the node running the request). Default 100 ms.

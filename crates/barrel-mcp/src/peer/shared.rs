@@ -95,7 +95,7 @@ impl RequestIds {
             node.request_id(1 + offset),
             node.request_id(NodeTag::MAX_REQUEST_N),
         ) {
-            (Some(first), Some(last)) if node != NodeTag::LOCAL => Self { first, last },
+            (Some(first), Some(last)) => Self { first, last },
             _ => Self::ALL,
         }
     }

@@ -16,7 +16,9 @@
 //!   a message for the session);
 //! - **bounded**: per stream by [`EventLimits::replay_events`] and
 //!   [`replay_bytes`](EventLimits::replay_bytes) (the oldest events go first; the newest is
-//!   always kept), per session by [`max_streams`](EventLimits::max_streams);
+//!   always kept), per session by [`max_streams`](EventLimits::max_streams) (a store that
+//!   keeps one-event streams apart, [`EventStore::append_single`], bounds those by their
+//!   [`finished_stream_ttl`](EventLimits::finished_stream_ttl) alone: each lives that long);
 //! - **everything expires**: an open stream [`session_ttl`](EventLimits::session_ttl) after its
 //!   last `open` or event (the node serving a GET stream keeps it alive), so the
 //!   stream of a producer that died, or whose last `append` failed, does not linger or hold a
@@ -234,6 +236,18 @@ pub trait EventStore: Send + Sync + 'static {
         self.append_first(session, stream, info, data, true, limits)
     }
 
+    /// Keeps open stream `stream` another [`EventLimits::session_ttl`] if `producer` still
+    /// produces it, atomically: `Ok(false)` when another node opened it since, or it is
+    /// finished or gone, and nothing changed. The node serving a quiet GET stream keeps it
+    /// alive so, never taking it back from a node that opened it meanwhile.
+    fn keep<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        producer: NodeTag,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
     /// Ends stream `stream` without an event (its request was cancelled, or its producer let
     /// go of it): an open stream is finished (it expires
     /// [`EventLimits::finished_stream_ttl`] later); a stream that is not there is recorded
@@ -307,6 +321,16 @@ impl<T: EventStore + ?Sized> EventStore for Arc<T> {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         (**self).append_single(session, stream, info, data, limits)
+    }
+
+    fn keep<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        producer: NodeTag,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).keep(session, stream, producer, limits)
     }
 
     fn finish<'a>(

@@ -116,6 +116,7 @@ macro_rules! event_store_suite {
             the_first_append_opens_the_stream,
             finish_ends_a_stream_without_an_event,
             a_single_event_stream_is_stored_whole,
+            keep_refreshes_only_for_the_producer,
             making_room_frees_a_quarter_at_once,
         );
         event_store_suite!(@threaded $make;
@@ -508,7 +509,7 @@ pub(crate) async fn the_first_append_opens_the_stream(make: &Make) {
 pub(crate) async fn a_single_event_stream_is_stored_whole(make: &Make) {
     let store = make().await;
     let limits = EventLimits {
-        finished_stream_ttl: Duration::from_millis(300),
+        finished_stream_ttl: Duration::from_secs(3),
         ..EventLimits::default()
     };
     open(&*store, "s", GET, get_info(), &limits).await;
@@ -560,6 +561,45 @@ pub(crate) async fn a_single_event_stream_is_stored_whole(make: &Make) {
     // The session's other streams are untouched; the stream goes after the finished TTL.
     assert_eq!(replay(&*store, "s", GET, 0).await.latest, 0);
     until_gone(&*store, "s", 5).await;
+}
+
+pub(crate) async fn keep_refreshes_only_for_the_producer(make: &Make) {
+    let store = make().await;
+    let limits = EventLimits {
+        session_ttl: Duration::from_millis(1_500),
+        ..EventLimits::default()
+    };
+    let (a, b) = (NodeTag::new(1).unwrap(), NodeTag::new(2).unwrap());
+    let on = |producer| StreamInfo {
+        producer,
+        request: None,
+    };
+    assert!(
+        !store.keep("s", GET, a, &limits).await.unwrap(),
+        "nothing to keep"
+    );
+    open(&*store, "s", GET, on(a), &limits).await;
+    // Kept past its session TTL while its producer keeps it.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(store.keep("s", GET, a, &limits).await.unwrap());
+    }
+    assert!(store.replay("s", GET, 0).await.unwrap().is_some());
+    // Another node opened it: the first no longer keeps it, and changes nothing.
+    assert_eq!(
+        store.open("s", GET, on(b), &limits).await.unwrap(),
+        Opened::Existed
+    );
+    assert!(!store.keep("s", GET, a, &limits).await.unwrap());
+    assert_eq!(replay(&*store, "s", GET, 0).await.info, on(b));
+    assert!(store.keep("s", GET, b, &limits).await.unwrap());
+    // A finished stream is not kept.
+    open(&*store, "s", 3, post_info(1, 3), &limits).await;
+    append(&*store, "s", 3, "answer", true, &limits).await;
+    assert!(!store.keep("s", 3, a, &limits).await.unwrap());
+    // Not kept, it goes.
+    until_gone(&*store, "s", GET).await;
+    assert!(!store.keep("s", GET, b, &limits).await.unwrap());
 }
 
 pub(crate) async fn finish_ends_a_stream_without_an_event(make: &Make) {

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::{EventLimits, EventStore, Opened, Replay, StreamInfo};
 use crate::peer::BoxFuture;
-use crate::store::StoreError;
+use crate::store::{NodeTag, StoreError};
 
 /// How often, at most, a write looks through every session for expired ones.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -251,6 +251,29 @@ impl MemoryEventStore {
         Some(seq)
     }
 
+    fn keep_now(
+        &self,
+        session: &str,
+        number: u64,
+        producer: NodeTag,
+        limits: &EventLimits,
+    ) -> bool {
+        let now = Instant::now();
+        let mut sessions = self.lock();
+        let Some(entry) = sessions.live(session, now) else {
+            return false;
+        };
+        let Some(stream) = entry.stream(number, now) else {
+            return false;
+        };
+        if stream.finished || stream.info.producer != producer {
+            return false;
+        }
+        stream.refresh(now, limits);
+        entry.until = later(now, limits.records());
+        true
+    }
+
     fn finish_now(&self, session: &str, number: u64, info: StreamInfo, limits: &EventLimits) {
         let now = Instant::now();
         let mut sessions = self.lock();
@@ -310,6 +333,17 @@ impl EventStore for MemoryEventStore {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(async move { Ok(self.append_now(session, stream, data, last, limits)) })
+    }
+
+    fn keep<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        producer: NodeTag,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let kept = self.keep_now(session, stream, producer, limits);
+        Box::pin(async move { Ok(kept) })
     }
 
     fn finish<'a>(

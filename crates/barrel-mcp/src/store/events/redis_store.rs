@@ -8,12 +8,12 @@
 //! |---|---|---|---|
 //! | `P:s:{sid}:st` | hash | per stream (field: its number in decimal): open or finished, when it is gone (Redis ms), newest seq, bytes held, producer tag, request id (JSON) | `max(session_ttl, finished_stream_ttl)` after the session's last `open` or `append` |
 //! | `P:s:{sid}:e:<stream>` | stream | one entry per event held, id `0-<seq>`, field `d` = the data | open: `session_ttl` after its last `open` or event; finished: `finished_stream_ttl` after its last event |
-//! | `P:s:{sid}:1:<stream>` | string | a stream of one event ([`EventStore::append_single`]): `<producer>|<request id JSON>`, a newline, the data | `finished_stream_ttl` after it was written |
+//! | `P:s:{sid}:1:<stream>` | string | a stream of one event ([`EventStore::append_single`]): the producer tag and the request id (JSON) joined by a bar, a newline, the data | `finished_stream_ttl` after it was written |
 //! | `P:s:{sid}:full` | string | present: the session is full of streams none of which can go before this key expires (so `open` refuses without reading every record) | at the earliest expiry of those streams; deleted when a stream finishes |
 //!
 //! Commands: `append_single` is one `SET NX PX` (a request answered with its response alone,
 //! the common case: one Redis command per SSE `tools/call`); `open`, `append`, `append_first`,
-//! `finish` and `forget` are one script each (numbering, trimming and expiry, atomically;
+//! `keep`, `finish` and `forget` are one script each (numbering, trimming and expiry, atomically;
 //! `append_first` opens the stream first, in 3 round trips when the session is full of
 //! streams); `replay` one atomic pipeline (the one-event form, the record, the events after
 //! the cursor, the count held and Redis's clock). A one-event stream is in no table: it takes
@@ -46,8 +46,8 @@ use self::stored::{
 };
 use super::{EventLimits, EventStore, Opened, Replay, StreamInfo};
 use crate::peer::BoxFuture;
-use crate::store::StoreError;
 use crate::store::redis::{Redis, classify};
+use crate::store::{NodeTag, StoreError};
 
 /// The events of every node's sessions in one Redis 7 or later, shared by every node that uses
 /// the same Redis and key prefix.
@@ -228,6 +228,34 @@ impl RedisEventStore {
         Ok(stored.map(|_| 1))
     }
 
+    async fn keep_now(
+        &self,
+        session: &str,
+        stream: u64,
+        producer: NodeTag,
+        limits: &EventLimits,
+    ) -> Result<bool, StoreError> {
+        let kept: i64 = self
+            .scripts
+            .keep
+            .key(self.table(session))
+            .key(format!("{}{stream}", self.events_prefix(session)))
+            .arg(stream.to_string())
+            .arg(producer.get())
+            .arg(millis(limits.session()))
+            .arg(millis(limits.records()))
+            .invoke_async(&mut self.redis.commands())
+            .await
+            .map_err(|e| self.fail(&e))?;
+        match kept {
+            1 => Ok(true),
+            0 => Ok(false),
+            _ => Err(StoreError::Corrupt(format!(
+                "the record of stream {stream} is unreadable"
+            ))),
+        }
+    }
+
     async fn finish_now(
         &self,
         session: &str,
@@ -392,6 +420,16 @@ impl EventStore for RedisEventStore {
         limits: &'a EventLimits,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
         Box::pin(self.append_single_now(session, stream, info, data, limits))
+    }
+
+    fn keep<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        producer: NodeTag,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.keep_now(session, stream, producer, limits))
     }
 
     fn finish<'a>(

@@ -213,6 +213,24 @@ redis.call('PEXPIRE', KEYS[1], ARGV[8])
 return seq
 ";
 
+/// `KEEP` (keys: the table, the stream's events; args: stream, producer tag, session TTL ms,
+/// table TTL ms). Returns 1 when the stream is open, not gone, and produced by that tag (its
+/// expiry starts again), 0 when not (nothing written), -1 when its record is unreadable.
+const KEEP: &str = r"
+local now = now_ms()
+local record = redis.call('HGET', KEYS[1], ARGV[1])
+if not record then return 0 end
+local state, deadline, counts, producer, rest =
+  string.match(record, '^([od])(%d+)|(%d+|%d+)|(%d+)(|.*)$')
+if not state then return -1 end
+if state ~= 'o' or tonumber(deadline) <= now or producer ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1],
+  'o' .. int(now + tonumber(ARGV[3])) .. '|' .. counts .. '|' .. producer .. rest)
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+";
+
 /// `FINISH` (keys: the table, the stream's events, the session's full mark, the stream's
 /// one-event key; args: stream, `<producer>|<request>`, finished TTL ms, table TTL ms, max
 /// streams). Finishes an open stream (its events expire the finished TTL later, and the full
@@ -259,6 +277,7 @@ return 1
 pub(super) struct Scripts {
     pub(super) open: Script,
     pub(super) append: Script,
+    pub(super) keep: Script,
     pub(super) finish: Script,
     pub(super) forget: Script,
 }
@@ -268,6 +287,7 @@ impl Scripts {
         Self {
             open: Script::new(&format!("{COMMON}{OPEN}")),
             append: Script::new(&format!("{COMMON}{APPEND}")),
+            keep: Script::new(&format!("{COMMON}{KEEP}")),
             finish: Script::new(&format!("{COMMON}{FINISH}")),
             forget: Script::new(FORGET),
         }

@@ -20,7 +20,7 @@ use super::{Nodes, TestStore};
 use crate::http::{Client, SseReader};
 use crate::support::within;
 
-fn call(id: i64, tool: &str) -> Value {
+pub(super) fn call(id: i64, tool: &str) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}})
 }
 
@@ -55,6 +55,16 @@ impl EventStore for SlowEvents {
         })
     }
 
+    fn keep<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        producer: NodeTag,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.inner.keep(session, stream, producer, limits)
+    }
+
     fn finish<'a>(
         &'a self,
         session: &'a str,
@@ -86,7 +96,7 @@ async fn nodes() -> (Nodes, Arc<LocalBus>, Arc<LocalBus>) {
 }
 
 /// Two nodes of one hub, their streams in `events`, their shared sessions tweaked by `tweak`.
-async fn nodes_on(
+pub(super) async fn nodes_on(
     events: Arc<dyn EventStore>,
     tweak: impl Fn(&mut SharedSessions),
 ) -> (Nodes, Arc<LocalBus>, Arc<LocalBus>) {
@@ -120,14 +130,14 @@ async fn get(client: &Client, cursor: Option<&str>) -> crate::http::Response {
 }
 
 /// The stream number of an event id `stream.seq`.
-fn stream_of(id: &str) -> u64 {
+pub(super) fn stream_of(id: &str) -> u64 {
     id.split_once('.')
         .and_then(|(stream, _)| stream.parse().ok())
         .expect("an event id")
 }
 
 /// The next event carrying a message, with its id.
-async fn next(stream: &mut SseReader) -> (Option<String>, Value) {
+pub(super) async fn next(stream: &mut SseReader) -> (Option<String>, Value) {
     loop {
         let event = within(stream.next_event())
             .await

@@ -1,0 +1,166 @@
+//! Which request streams are stored whole (`EventStore::append_single`, one `SET` on Redis): a
+//! stream answered by its response alone is; a stream whose first append failed is not, even
+//! when its response is the next event stored, since the failed append may have reached the
+//! store (Redis applied it, the answer timed out): its response then opens it with
+//! `append_first`, and the store holds one stream under that number, not two.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use barrel_mcp::peer::BoxFuture;
+use barrel_mcp::store::{
+    EventLimits, EventStore, MemoryEventStore, NodeTag, Opened, Replay, StoreError, StreamInfo,
+};
+use http::StatusCode;
+use serde_json::json;
+
+use super::replay::{call, next, nodes_on, stream_of};
+use crate::http::SseReader;
+use crate::support::within;
+
+/// A memory event store whose first `append_first` stores the event and then fails, as a
+/// Redis append that timed out after Redis applied it; it records the streams stored whole.
+#[derive(Default)]
+struct FirstAppendLost {
+    inner: MemoryEventStore,
+    failed: AtomicBool,
+    whole: Mutex<Vec<u64>>,
+}
+
+impl EventStore for FirstAppendLost {
+    fn open<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Opened, StoreError>> {
+        self.inner.open(session, stream, info, limits)
+    }
+
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        self.inner.append(session, stream, data, last, limits)
+    }
+
+    fn append_first<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(async move {
+            let stored = self
+                .inner
+                .append_first(session, stream, info, data, last, limits)
+                .await;
+            if self.failed.swap(true, Ordering::SeqCst) {
+                stored
+            } else {
+                Err(StoreError::Unavailable(
+                    "timed out after it was applied".into(),
+                ))
+            }
+        })
+    }
+
+    fn append_single<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        self.whole.lock().unwrap().push(stream);
+        self.inner
+            .append_single(session, stream, info, data, limits)
+    }
+
+    fn keep<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        producer: NodeTag,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.inner.keep(session, stream, producer, limits)
+    }
+
+    fn finish<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.finish(session, stream, info, limits)
+    }
+
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> BoxFuture<'a, Result<Option<Replay>, StoreError>> {
+        self.inner.replay(session, stream, after)
+    }
+
+    fn forget<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.forget(session)
+    }
+}
+
+#[tokio::test]
+async fn a_stream_whose_first_append_failed_is_never_stored_whole() {
+    let store = Arc::new(FirstAppendLost::default());
+    let (nodes, _bus_a, _bus_b) = nodes_on(store.clone(), |_| {}).await;
+    let (on_a, _on_b) = nodes.opened().await;
+
+    let mut stream = SseReader::new(on_a.post(&call(2, "ask_name")).await);
+    let priming = within(stream.next_event()).await.expect("priming event");
+    let number = stream_of(&priming.id.expect("the priming event has an id"));
+    let (ask_id, ask) = next(&mut stream).await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask_id, None, "its append failed: it goes out without an id");
+    // The queue is empty by now; the answer makes the response the next event stored.
+    let answer = json!({"jsonrpc":"2.0","id":ask["id"],
+        "result":{"action":"accept","content":{"name":"Ada"}}});
+    assert_eq!(on_a.post(&answer).await.status(), StatusCode::ACCEPTED);
+    let (result_id, result) = next(&mut stream).await;
+    assert_eq!(result["result"]["content"][0]["text"], "Hello, Ada!");
+    assert!(
+        !store.whole.lock().unwrap().contains(&number),
+        "a stream whose first append failed is not stored whole"
+    );
+    // The store took the request the failed append carried: the response comes after it.
+    assert_eq!(result_id, Some(format!("{number}.2")));
+    let replay = store
+        .replay(on_a.session.as_deref().expect("a session"), number, 0)
+        .await
+        .unwrap()
+        .expect("one stream under that number");
+    assert_eq!(replay.events.len(), 2);
+    assert!(replay.finished);
+
+    // A request answered by its response alone is stored whole.
+    let quick = json!({"jsonrpc":"2.0","id":3,"method":"tools/call",
+        "params":{"name":"countdown","arguments":{"steps":0}}});
+    let mut stream = SseReader::new(on_a.post(&quick).await);
+    let priming = within(stream.next_event()).await.expect("priming event");
+    let number = stream_of(&priming.id.expect("the priming event has an id"));
+    let (result_id, result) = next(&mut stream).await;
+    assert_eq!(result["id"], 3, "{result}");
+    assert_eq!(result_id, Some(format!("{number}.1")));
+    assert!(store.whole.lock().unwrap().contains(&number));
+    nodes.stop().await;
+}
