@@ -82,18 +82,7 @@ pub(super) fn cancelled() -> Value {
 async fn posts_reaching_the_other_node_are_answered_on_the_stream() {
     let nodes = Nodes::local(Arc::new(TestStore::default()), |_, _| {}).await;
     let (on_a, on_b) = (nodes.a.client(), nodes.b.client());
-    let opened = on_a
-        .send_to(
-            Method::GET,
-            "/sse",
-            &[("accept", "text/event-stream")],
-            None,
-        )
-        .await;
-    assert_eq!(opened.status(), StatusCode::OK);
-    let mut stream = SseReader::new(opened);
-    let endpoint = within(stream.next_event()).await.expect("endpoint").data;
-    assert!(endpoint.starts_with("/messages?sessionId="), "{endpoint}");
+    let (mut stream, endpoint) = open_legacy(&on_a).await;
 
     // Every message goes to B; the answers come on A's stream.
     assert_eq!(

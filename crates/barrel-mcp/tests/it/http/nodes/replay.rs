@@ -4,7 +4,8 @@
 //! error; the GET stream is served by the node the client last opened it on, each registry
 //! change written once, and resumed on another node with what it missed.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use barrel_mcp::http::SharedSessions;
@@ -24,13 +25,27 @@ pub(super) fn call(id: i64, tool: &str) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":{}}})
 }
 
-/// A memory event store whose appends take `delay`.
-struct SlowEvents {
+/// A memory event store whose appends take `delay`, whose next `append_first` stores its
+/// event and then fails while `lose_first_append` is set (as a Redis append that timed out
+/// after Redis applied it), and which records the streams stored whole.
+#[derive(Default)]
+pub(super) struct TestEvents {
     inner: MemoryEventStore,
     delay: Duration,
+    pub(super) lose_first_append: AtomicBool,
+    pub(super) whole: Mutex<Vec<u64>>,
 }
 
-impl EventStore for SlowEvents {
+impl TestEvents {
+    fn slow(delay: Duration) -> Self {
+        Self {
+            delay,
+            ..Self::default()
+        }
+    }
+}
+
+impl EventStore for TestEvents {
     fn open<'a>(
         &'a self,
         session: &'a str,
@@ -52,6 +67,47 @@ impl EventStore for SlowEvents {
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
             self.inner.append(session, stream, data, last, limits).await
+        })
+    }
+
+    fn append_first<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        last: bool,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            let stored = self
+                .inner
+                .append_first(session, stream, info, data, last, limits)
+                .await;
+            if self.lose_first_append.swap(false, Ordering::SeqCst) {
+                return Err(StoreError::Unavailable(
+                    "timed out after it was applied".into(),
+                ));
+            }
+            stored
+        })
+    }
+
+    fn append_single<'a>(
+        &'a self,
+        session: &'a str,
+        stream: u64,
+        info: StreamInfo,
+        data: &'a str,
+        limits: &'a EventLimits,
+    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
+        self.whole.lock().unwrap().push(stream);
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner
+                .append_single(session, stream, info, data, limits)
+                .await
         })
     }
 
@@ -89,8 +145,6 @@ impl EventStore for SlowEvents {
     }
 }
 
-/// Two nodes of one hub, their streams in one memory event store; the buses are returned so a
-/// test can stop one.
 async fn nodes() -> (Nodes, Arc<LocalBus>, Arc<LocalBus>) {
     nodes_on(Arc::new(MemoryEventStore::new()), |_| {}).await
 }
@@ -339,10 +393,7 @@ async fn progress_then_answer(stream: &mut SseReader, id: i64) -> Vec<f64> {
 
 #[tokio::test]
 async fn a_slow_store_loses_nothing_and_keeps_the_order_past_its_bound() {
-    let slow = Arc::new(SlowEvents {
-        inner: MemoryEventStore::new(),
-        delay: Duration::from_millis(2),
-    });
+    let slow = Arc::new(TestEvents::slow(Duration::from_millis(2)));
     let (nodes, _bus_a, _bus_b) = nodes_on(slow, |shared| shared.max_pending_events = 2).await;
     let (on_a, _on_b) = nodes.opened().await;
     let mut stream = SseReader::new(on_a.post(&countdown(2, 50)).await);
@@ -354,10 +405,7 @@ async fn a_slow_store_loses_nothing_and_keeps_the_order_past_its_bound() {
 
 #[tokio::test]
 async fn a_shutdown_delivers_what_waits_for_the_store() {
-    let slow = Arc::new(SlowEvents {
-        inner: MemoryEventStore::new(),
-        delay: Duration::from_millis(20),
-    });
+    let slow = Arc::new(TestEvents::slow(Duration::from_millis(20)));
     let (mut nodes, _bus_a, _bus_b) = nodes_on(slow, |_| {}).await;
     let (on_a, _on_b) = nodes.opened().await;
     let mut stream = SseReader::new(on_a.post(&countdown(3, 5)).await);

@@ -4,125 +4,21 @@
 //! store (Redis applied it, the answer timed out): its response then opens it with
 //! `append_first`, and the store holds one stream under that number, not two.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use barrel_mcp::peer::BoxFuture;
-use barrel_mcp::store::{
-    EventLimits, EventStore, MemoryEventStore, NodeTag, Opened, Replay, StoreError, StreamInfo,
-};
+use barrel_mcp::store::EventStore;
 use http::StatusCode;
 use serde_json::json;
 
-use super::replay::{call, next, nodes_on, stream_of};
+use super::replay::{TestEvents, call, next, nodes_on, stream_of};
 use crate::http::SseReader;
 use crate::support::within;
 
-/// A memory event store whose first `append_first` stores the event and then fails, as a
-/// Redis append that timed out after Redis applied it; it records the streams stored whole.
-#[derive(Default)]
-struct FirstAppendLost {
-    inner: MemoryEventStore,
-    failed: AtomicBool,
-    whole: Mutex<Vec<u64>>,
-}
-
-impl EventStore for FirstAppendLost {
-    fn open<'a>(
-        &'a self,
-        session: &'a str,
-        stream: u64,
-        info: StreamInfo,
-        limits: &'a EventLimits,
-    ) -> BoxFuture<'a, Result<Opened, StoreError>> {
-        self.inner.open(session, stream, info, limits)
-    }
-
-    fn append<'a>(
-        &'a self,
-        session: &'a str,
-        stream: u64,
-        data: &'a str,
-        last: bool,
-        limits: &'a EventLimits,
-    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        self.inner.append(session, stream, data, last, limits)
-    }
-
-    fn append_first<'a>(
-        &'a self,
-        session: &'a str,
-        stream: u64,
-        info: StreamInfo,
-        data: &'a str,
-        last: bool,
-        limits: &'a EventLimits,
-    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        Box::pin(async move {
-            let stored = self
-                .inner
-                .append_first(session, stream, info, data, last, limits)
-                .await;
-            if self.failed.swap(true, Ordering::SeqCst) {
-                stored
-            } else {
-                Err(StoreError::Unavailable(
-                    "timed out after it was applied".into(),
-                ))
-            }
-        })
-    }
-
-    fn append_single<'a>(
-        &'a self,
-        session: &'a str,
-        stream: u64,
-        info: StreamInfo,
-        data: &'a str,
-        limits: &'a EventLimits,
-    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>> {
-        self.whole.lock().unwrap().push(stream);
-        self.inner
-            .append_single(session, stream, info, data, limits)
-    }
-
-    fn keep<'a>(
-        &'a self,
-        session: &'a str,
-        stream: u64,
-        producer: NodeTag,
-        limits: &'a EventLimits,
-    ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        self.inner.keep(session, stream, producer, limits)
-    }
-
-    fn finish<'a>(
-        &'a self,
-        session: &'a str,
-        stream: u64,
-        info: StreamInfo,
-        limits: &'a EventLimits,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.finish(session, stream, info, limits)
-    }
-
-    fn replay<'a>(
-        &'a self,
-        session: &'a str,
-        stream: u64,
-        after: u64,
-    ) -> BoxFuture<'a, Result<Option<Replay>, StoreError>> {
-        self.inner.replay(session, stream, after)
-    }
-
-    fn forget<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.forget(session)
-    }
-}
-
 #[tokio::test]
 async fn a_stream_whose_first_append_failed_is_never_stored_whole() {
-    let store = Arc::new(FirstAppendLost::default());
+    let store = Arc::new(TestEvents::default());
+    store.lose_first_append.store(true, Ordering::SeqCst);
     let (nodes, _bus_a, _bus_b) = nodes_on(store.clone(), |_| {}).await;
     let (on_a, _on_b) = nodes.opened().await;
 
