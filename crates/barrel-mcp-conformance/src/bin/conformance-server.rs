@@ -10,7 +10,9 @@
 //!
 //! Knobs for failure tests (milliseconds, optional): `TASK_LEASE_MS` sets the tasks' runner
 //! lease (`TaskLimits::lease`, default 10 s), so a killed node's tasks are failed sooner;
-//! `SESSION_IDLE_MS` sets `HttpConfig::session_idle_timeout` (the sessions' TTL in the store).
+//! `SESSION_IDLE_MS` sets `HttpConfig::session_idle_timeout` (the sessions' TTL in the store);
+//! `FINISHED_STREAM_MS` sets `SharedSessions::finished_stream_ttl` (how long a finished SSE
+//! stream stays in the store, one-event streams of a deleted session included).
 
 use std::time::Duration;
 
@@ -60,9 +62,12 @@ async fn main() -> anyhow::Result<()> {
             name: format!("conformance-{port}"),
             ..BusOptions::default()
         };
-        let shared = barrel_mcp::http::SharedSessions::redis(redis, bus)
+        let mut shared = barrel_mcp::http::SharedSessions::redis(redis, bus)
             .await
             .context("joining the nodes")?;
+        if let Some(finished) = millis("FINISHED_STREAM_MS")? {
+            shared.finished_stream_ttl = finished;
+        }
         config.shared_sessions = Some(shared);
     }
     let bus = config

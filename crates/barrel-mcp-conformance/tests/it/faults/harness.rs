@@ -95,6 +95,7 @@ impl Node {
                 .env("RUST_LOG", "warn")
                 .env_remove("TASK_LEASE_MS")
                 .env_remove("SESSION_IDLE_MS")
+                .env_remove("FINISHED_STREAM_MS")
                 .envs(knobs.iter().copied())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())

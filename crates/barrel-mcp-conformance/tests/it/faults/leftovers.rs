@@ -1,4 +1,5 @@
-//! What the work leaves behind: once a client's sessions are deleted and its tasks expired,
+//! What the work leaves behind: once a client's sessions are deleted and its tasks and
+//! finished streams expired (a deleted session's one-event streams are left to their TTL),
 //! Redis holds nothing under the prefix but the nodes' membership (`P:node:*`,
 //! `P:nodes:next`, the inboxes `P:n:*`), and each node's resident memory is within a
 //! generous bound of what it was before the work.
@@ -16,6 +17,9 @@ const RSS_GROWTH_KIB: u64 = 64 * 1024;
 /// The tasks' TTL: short, yet longer than the poll interval (1 s) at which a node other
 /// than the runner looks for a result.
 const TASK_TTL: Duration = Duration::from_secs(3);
+/// How long a finished stream stays in the store: shorter than the tasks' TTL, so both are
+/// gone within the same wait.
+const FINISHED_STREAM_MS: &str = "2000";
 
 /// Calls, and tasks that finish and that are cancelled, in one session.
 async fn work(client: &Client) {
@@ -44,7 +48,7 @@ async fn nothing_but_membership_is_left_after_the_sessions_and_tasks_end() {
     /// How long the keys may take to go after the DELETEs and the tasks' TTL.
     const GONE_WITHIN: Duration = Duration::from_secs(5);
     within(Duration::from_secs(40), async {
-        let service = Service::start(&[]).await;
+        let service = Service::start(&[("FINISHED_STREAM_MS", FINISHED_STREAM_MS)]).await;
         let rss_before: Vec<u64> = service.nodes.iter().map(|n| n.rss_kib()).collect();
         for _ in 0..2 {
             let client = service.connect().await;
