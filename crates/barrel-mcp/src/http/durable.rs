@@ -314,9 +314,9 @@ impl Durable {
     /// The origin's copy was never initialized within the init timeout: unless the client
     /// initialized on another node, the session is deleted from the store.
     pub(crate) async fn forget_unused(&self) {
-        match self.shared.store.load(&self.id).await {
-            Ok(Some(record)) if !record.initialized => self.delete().await,
-            Ok(_) => {}
+        match self.shared.store.delete_uninitialized(&self.id).await {
+            Ok(true) => News::Ended(&self.id).publish(&*self.shared.bus).await,
+            Ok(false) => {}
             Err(error) => {
                 tracing::warn!(%error, "could not check an uninitialized session; it expires");
             }

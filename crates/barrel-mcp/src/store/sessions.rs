@@ -215,6 +215,12 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Forgets the session `id` and frees its share of the caps at once; false when there was
     /// no such session.
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Deletes the session `id` as [`delete`](Self::delete) does, but only while its
+    /// `notifications/initialized` has not been received, checked atomically with the
+    /// deletion (a node giving up on a session it created never deletes one that another
+    /// node has just seen initialized); false when it was not deleted.
+    fn delete_uninitialized<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
 /// A shared store is a store: keep an `Arc` to look into the one a server uses.
@@ -249,5 +255,9 @@ impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
 
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         (**self).delete(id)
+    }
+
+    fn delete_uninitialized<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).delete_uninitialized(id)
     }
 }

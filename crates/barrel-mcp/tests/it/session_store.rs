@@ -80,6 +80,7 @@ macro_rules! session_store_suite {
             touch_extends_life,
             an_expired_session_is_absent,
             the_get_owner_changes_only_from_the_expected_one,
+            delete_uninitialized_spares_an_initialized_session,
         );
         session_store_suite!(@threaded $make;
             concurrent_creates_never_exceed_a_cap,
@@ -227,6 +228,39 @@ pub(crate) async fn the_quota_cap_refuses_and_delete_frees_a_share(make: &Make) 
         store.create(&session(Some("p:alice")), &limits).await,
         Ok(Created::QuotaFull)
     );
+}
+
+pub(crate) async fn delete_uninitialized_spares_an_initialized_session(make: &Make) {
+    let store = make().await;
+    let limits = SessionLimits {
+        max_per_quota: 1,
+        ..SessionLimits::default()
+    };
+    let never = session(Some("p:carol"));
+    assert_eq!(store.create(&never, &limits).await, Ok(Created::Created));
+    assert_eq!(store.delete_uninitialized(&never.id).await, Ok(true));
+    assert_eq!(store.load(&never.id).await, Ok(None));
+    assert_eq!(
+        store.delete_uninitialized(&never.id).await,
+        Ok(false),
+        "gone already"
+    );
+    // Its share of the cap is free; a session initialized meanwhile is kept, whole.
+    let used = session(Some("p:carol"));
+    assert_eq!(store.create(&used, &limits).await, Ok(Created::Created));
+    assert_eq!(
+        store.update(&used.id, SessionChange::Initialized).await,
+        Ok(Updated::Applied)
+    );
+    assert_eq!(store.delete_uninitialized(&used.id).await, Ok(false));
+    let kept = store.load(&used.id).await.unwrap().expect("still there");
+    assert!(kept.initialized);
+    assert_eq!(
+        store.create(&session(Some("p:carol")), &limits).await,
+        Ok(Created::QuotaFull),
+        "it keeps its share"
+    );
+    assert_eq!(store.delete(&used.id).await, Ok(true));
 }
 
 pub(crate) async fn the_total_cap_counts_every_session(make: &Make) {

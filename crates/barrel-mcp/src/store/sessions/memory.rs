@@ -203,6 +203,14 @@ impl MemorySessionStore {
         }
     }
 
+    fn delete_uninitialized_now(&self, id: &str) -> bool {
+        let mut table = self.lock();
+        let uninitialized = table
+            .live(id, Instant::now())
+            .is_some_and(|entry| !entry.record.initialized);
+        uninitialized && table.remove(id).is_some()
+    }
+
     fn delete_now(&self, id: &str) -> bool {
         let mut table = self.lock();
         // An expired session is gone already: dropping it is no deletion.
@@ -246,6 +254,10 @@ impl SessionStore for MemorySessionStore {
 
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(std::future::ready(Ok(self.delete_now(id))))
+    }
+
+    fn delete_uninitialized<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.delete_uninitialized_now(id))))
     }
 }
 

@@ -195,7 +195,8 @@ impl RedisSessionStore {
         flag("touch", touched)
     }
 
-    async fn delete_now(&self, id: &str) -> Result<bool, StoreError> {
+    /// `DELETE`; with `uninitialized_only`, not a session whose `initialized` was received.
+    async fn delete_now(&self, id: &str, uninitialized_only: bool) -> Result<bool, StoreError> {
         let deleted: i64 = self
             .scripts
             .delete
@@ -204,6 +205,7 @@ impl RedisSessionStore {
             .key(self.keys.all())
             .arg(id)
             .arg(self.keys.quota_prefix())
+            .arg(if uninitialized_only { "1" } else { "0" })
             .invoke_async(&mut self.redis.commands())
             .await
             .map_err(|e| self.fail(&e))?;
@@ -241,7 +243,11 @@ impl SessionStore for RedisSessionStore {
     }
 
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.delete_now(id))
+        Box::pin(self.delete_now(id, false))
+    }
+
+    fn delete_uninitialized<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.delete_now(id, true))
     }
 }
 

@@ -107,6 +107,11 @@ impl SessionStore for TestStore {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.down().unwrap_or_else(|| self.inner.delete(id))
     }
+
+    fn delete_uninitialized<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.down()
+            .unwrap_or_else(|| self.inner.delete_uninitialized(id))
+    }
 }
 
 /// Two nodes of one service.

@@ -5,7 +5,8 @@
 //! - `UPDATE` applies one change to a session that exists (a subscription under its cap, a
 //!   new GET owner only in place of the expected one);
 //! - `TOUCH` gives a session, its subscriptions and its cap entries a new expiry;
-//! - `DELETE` forgets a session and its cap entries.
+//! - `DELETE` forgets a session and its cap entries (or, when asked, only one never
+//!   initialized).
 //!
 //! Time is Redis's (`TIME`), in milliseconds: a key's expiry and its cap entries' scores are
 //! the same number, so a session leaves the caps exactly when its keys expire, whatever the
@@ -116,9 +117,12 @@ if quota then add(quota, expiry, ARGV[2]) end
 return 1
 ";
 
-/// `DELETE` (keys: session, subscriptions, all; args: id, quota prefix). Returns 1 when the
-/// session was there, 0 when not; either way none of its keys or cap entries are left.
+/// `DELETE` (keys: session, subscriptions, all; args: id, quota prefix, `1` to delete only a
+/// session whose `initialized` was not received). Returns 1 when the session was there (and
+/// deleted), 0 when not (none of its keys or cap entries are left) or when it was initialized
+/// and the third argument is `1` (nothing written).
 const DELETE: &str = r"
+if ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'i') == '1' then return 0 end
 local quota = quota_key(ARGV[2], redis.call('HGET', KEYS[1], 'qt'))
 local existed = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2])
