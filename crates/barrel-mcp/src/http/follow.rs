@@ -215,6 +215,11 @@ async fn get_stream(
     if previous != Some(journal.node) {
         take_over(session, journal, previous);
     }
+    if created && after.is_some() {
+        // The client resumes a stream that is gone from the store: what was written to it
+        // meanwhile is lost, so every kind of change is announced again.
+        session.announce_all();
+    }
     let follow = follow_get(
         Arc::clone(journal),
         tx,

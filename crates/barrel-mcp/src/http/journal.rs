@@ -75,10 +75,10 @@ struct Queue {
     closing: bool,
     /// Request streams opened in the store and not finished.
     opened: HashSet<u64>,
-    /// Request streams whose first append stored nothing this node knows of (it failed, was
-    /// refused, or was not tried): it may have reached the store all the same (an append that
-    /// timed out after Redis applied it), so their next event opens them with
-    /// `append_first`, never as a whole stream.
+    /// Request streams whose first append failed: it may have reached the store all the same
+    /// (an append that timed out after Redis applied it), so their next event opens them with
+    /// `append_first`, never as a whole stream. (A refused append wrote nothing, and an event
+    /// sent without waiting for the store was never tried: neither counts.)
     tried: HashSet<u64>,
 }
 
@@ -385,10 +385,13 @@ impl Journal {
                     // Once the store failed or fell behind, the rest of the queue goes out
                     // without waiting for it.
                     let store = store && !self.queue().bypass;
-                    let seq = if store {
-                        self.append(stream, &data, last, request, how).await
+                    let (seq, failed) = if store {
+                        match self.append(stream, &data, last, request, how).await {
+                            Ok(seq) => (seq, false),
+                            Err(()) => (None, true),
+                        }
                     } else {
-                        None
+                        (None, false)
                     };
                     {
                         let mut queue = self.queue();
@@ -399,7 +402,7 @@ impl Journal {
                             if seq.is_some() {
                                 queue.tried.remove(&stream);
                                 queue.opened.insert(stream);
-                            } else {
+                            } else if failed {
                                 queue.tried.insert(stream);
                             }
                         }
@@ -432,7 +435,8 @@ impl Journal {
         }
     }
 
-    /// Appends one message; its sequence number, or `None` when the store did not take it.
+    /// Appends one message: its sequence number, `Ok(None)` when the store refused it (nothing
+    /// was written), `Err` when the store failed (it may have written it all the same).
     async fn append(
         &self,
         stream: u64,
@@ -440,7 +444,7 @@ impl Journal {
         last: bool,
         request: Option<RequestId>,
         how: Append,
-    ) -> Option<u64> {
+    ) -> Result<Option<u64>, ()> {
         let (session, limits) = (&self.session, &self.limits);
         let appended = match how {
             Append::Whole => {
@@ -459,10 +463,9 @@ impl Journal {
                     .await
             }
         };
-        appended.unwrap_or_else(|error| {
+        appended.map_err(|error| {
             tracing::warn!(%error, "an event could not be stored; what waits goes out without ids");
             self.queue().bypass = true;
-            None
         })
     }
 

@@ -60,3 +60,27 @@ async fn a_stream_whose_first_append_failed_is_never_stored_whole() {
     assert!(store.whole.lock().unwrap().contains(&number));
     nodes.stop().await;
 }
+
+#[tokio::test]
+async fn a_refused_first_append_leaves_the_response_to_be_stored_whole() {
+    // No room for a stream of several events: the store refuses the progress (writing
+    // nothing), so the response, the next event, may still be stored whole.
+    let store = Arc::new(TestEvents::default());
+    let (nodes, _bus_a, _bus_b) = nodes_on(store.clone(), |shared| shared.max_streams = 0).await;
+    let (on_a, _on_b) = nodes.opened().await;
+    let countdown = json!({"jsonrpc":"2.0","id":4,"method":"tools/call",
+        "params":{"name":"countdown","arguments":{"steps":1},"_meta":{"progressToken":"p"}}});
+    let mut stream = SseReader::new(on_a.post(&countdown).await);
+    let priming = within(stream.next_event()).await.expect("priming event");
+    let number = stream_of(&priming.id.expect("the priming event has an id"));
+    let (progress_id, progress) = next(&mut stream).await;
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    assert_eq!(progress_id, None, "refused: it goes out without an id");
+    let (_, result) = next(&mut stream).await;
+    assert_eq!(result["id"], 4, "{result}");
+    assert!(
+        store.whole.lock().unwrap().contains(&number),
+        "a refusal wrote nothing: the response is tried whole"
+    );
+    nodes.stop().await;
+}
