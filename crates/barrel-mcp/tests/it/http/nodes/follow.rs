@@ -310,7 +310,10 @@ async fn a_quiet_get_stream_is_kept_alive_in_the_store_by_its_keep_alives() {
     );
     // What was written to the stream meanwhile is lost: every kind of change is announced.
     let mut methods = Vec::new();
-    while !methods.iter().any(|m| m == "notifications/tools/list_changed") {
+    while !methods
+        .iter()
+        .any(|m| m == "notifications/tools/list_changed")
+    {
         let (_, message) = next(&mut resumed).await;
         methods.push(message["method"].as_str().unwrap_or_default().to_owned());
         assert!(methods.len() < 10, "{methods:?}");
