@@ -62,7 +62,7 @@ pub(crate) use connection::{SessionEvents, SessionStart, SessionSync};
 pub(crate) use context::Scope;
 pub use context::{Ctx, KeyedInput};
 pub use custom::RequestHandler;
-pub(crate) use events::ServerEvent;
+pub(crate) use events::{NodeNews, ServerEvent};
 pub use handler::{
     IntoToolResult, Json, PromptArguments, PromptHandler, ResourceHandler, ResourceRequest,
     ToolHandler,
@@ -212,7 +212,7 @@ struct Inner {
     tasks: tasks::Tasks,
     /// Where the changes announced on this server also go: the other nodes of a service
     /// (set once, by an HTTP endpoint that shares its sessions).
-    relay: std::sync::OnceLock<tokio::sync::mpsc::Sender<ServerEvent>>,
+    relay: std::sync::OnceLock<tokio::sync::mpsc::Sender<NodeNews>>,
     /// A change could not be queued for the relay (it was full).
     relay_lost: std::sync::atomic::AtomicBool,
 }
@@ -535,9 +535,46 @@ impl Server {
         let _ = self.inner.task_events.send(id.to_owned());
     }
 
+    /// Tells the other nodes that a question of task `id` was answered here (see
+    /// `task_input.rs`). Not queued (the relay is full, or there is none), the answer waits in
+    /// the store for the runner's next look.
+    pub(crate) fn tell_task_answered(&self, id: &str) {
+        if let Some(relay) = self.inner.relay.get()
+            && let Err(tokio::sync::mpsc::error::TrySendError::Full(_)) =
+                relay.try_send(NodeNews::TaskAnswered(id.to_owned()))
+        {
+            tracing::warn!(
+                task = %id,
+                "too much news waiting for the other nodes; a task's runner finds its answer at \
+                 its next look"
+            );
+        }
+    }
+
+    /// Hands the answers to task `id` stored by other nodes to the questions of this process
+    /// that wait on them (another node said it stored some); nothing when no question of the
+    /// task waits here.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn task_answered_elsewhere(&self, id: &str) {
+        if self.inner.tasks.waiting().contains_key(id) {
+            let (server, id) = (self.clone(), id.to_owned());
+            tokio::spawn(async move { task_input::collect(&server, &id).await });
+        }
+    }
+
+    /// Looks for stored answers to every task of this process that waits on one (news of
+    /// other nodes may have been lost).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn look_for_task_answers(&self) {
+        let waiting: Vec<String> = self.inner.tasks.waiting().keys().cloned().collect();
+        for id in waiting {
+            self.task_answered_elsewhere(&id);
+        }
+    }
+
     fn emit(&self, event: ServerEvent) {
         if let Some(relay) = self.inner.relay.get() {
-            match relay.try_send(event.clone()) {
+            match relay.try_send(NodeNews::Change(event.clone())) {
                 Ok(()) => {}
                 Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => {
                     self.inner
@@ -570,10 +607,11 @@ impl Server {
             .swap(false, std::sync::atomic::Ordering::AcqRel)
     }
 
-    /// Sends every change announced on this server from now on to `relay` too (see
+    /// Sends every change announced on this server, and its other news, from now on to
+    /// `relay` too (see
     /// `http/relay.rs`); false when a relay was set already.
     #[cfg(feature = "http-server")]
-    pub(crate) fn relay_to(&self, relay: tokio::sync::mpsc::Sender<ServerEvent>) -> bool {
+    pub(crate) fn relay_to(&self, relay: tokio::sync::mpsc::Sender<NodeNews>) -> bool {
         self.inner.relay.set(relay).is_ok()
     }
 

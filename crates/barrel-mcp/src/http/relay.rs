@@ -11,6 +11,11 @@
 //! not queue for relaying, every list is announced changed (a client re-reads at worst; a lost
 //! `resources/updated` is not recovered). Tools registered at run time stay per node: a
 //! `list_changed` from another node makes clients here list this node's tools again.
+//!
+//! The same relay carries `task-answered:<id>`: a 2026-07-28 task's question was answered on
+//! this node and the answer left in the task's record; the node whose handler waits on it takes
+//! it (see `server/task_input.rs`; a lost message delays the answer until the handler's next
+//! look in the store).
 
 use std::sync::Arc;
 
@@ -20,39 +25,45 @@ use tokio_util::sync::CancellationToken;
 
 use super::State;
 use super::shared::SharedSessions;
-use crate::server::{Server, ServerEvent};
+use crate::server::{NodeNews, Server, ServerEvent};
 use crate::store::{Bus, Topic};
 
 const TOOLS: &str = "registry-tools";
 const RESOURCES: &str = "registry-resources";
 const PROMPTS: &str = "registry-prompts";
 const UPDATED: &str = "registry-updated:";
+const TASK_ANSWERED: &str = "task-answered:";
 
 /// Changes waiting to be published; past it a change is not relayed, a warning is logged, and
 /// every list is announced changed once the queue moves again.
 const WAITING: usize = 256;
 
-/// The news announcing `event` to the other nodes.
-pub(crate) fn encode(event: &ServerEvent) -> Bytes {
-    match event {
-        ServerEvent::ToolsChanged => Bytes::from_static(TOOLS.as_bytes()),
-        ServerEvent::ResourcesChanged => Bytes::from_static(RESOURCES.as_bytes()),
-        ServerEvent::PromptsChanged => Bytes::from_static(PROMPTS.as_bytes()),
-        ServerEvent::ResourceUpdated(uri) => Bytes::from([UPDATED, uri].concat()),
+/// The news announcing `news` to the other nodes.
+pub(crate) fn encode(news: &NodeNews) -> Bytes {
+    match news {
+        NodeNews::Change(ServerEvent::ToolsChanged) => Bytes::from_static(TOOLS.as_bytes()),
+        NodeNews::Change(ServerEvent::ResourcesChanged) => Bytes::from_static(RESOURCES.as_bytes()),
+        NodeNews::Change(ServerEvent::PromptsChanged) => Bytes::from_static(PROMPTS.as_bytes()),
+        NodeNews::Change(ServerEvent::ResourceUpdated(uri)) => Bytes::from([UPDATED, uri].concat()),
+        NodeNews::TaskAnswered(id) => Bytes::from([TASK_ANSWERED, id].concat()),
     }
 }
 
-/// The change `body` announces; `None` for other news.
-pub(crate) fn decode(body: &[u8]) -> Option<ServerEvent> {
+/// The news `body` carries; `None` for other news.
+pub(crate) fn decode(body: &[u8]) -> Option<NodeNews> {
     let text = std::str::from_utf8(body).ok()?;
-    match text {
-        TOOLS => Some(ServerEvent::ToolsChanged),
-        RESOURCES => Some(ServerEvent::ResourcesChanged),
-        PROMPTS => Some(ServerEvent::PromptsChanged),
-        _ => text
-            .strip_prefix(UPDATED)
-            .map(|uri| ServerEvent::ResourceUpdated(uri.to_owned())),
-    }
+    let change = match text {
+        TOOLS => ServerEvent::ToolsChanged,
+        RESOURCES => ServerEvent::ResourcesChanged,
+        PROMPTS => ServerEvent::PromptsChanged,
+        _ => {
+            if let Some(id) = text.strip_prefix(TASK_ANSWERED) {
+                return Some(NodeNews::TaskAnswered(id.to_owned()));
+            }
+            ServerEvent::ResourceUpdated(text.strip_prefix(UPDATED)?.to_owned())
+        }
+    };
+    Some(NodeNews::Change(change))
 }
 
 /// What a node announces after news may have been lost: every list changed.
@@ -81,21 +92,22 @@ pub(crate) fn start(state: &Arc<State>, shared: &SharedSessions) {
 /// Publishes each change, in order, until the endpoint shuts down; after `server` could not
 /// queue one (the queue was full), every list is announced changed.
 async fn publish(
-    mut waiting: mpsc::Receiver<ServerEvent>,
+    mut waiting: mpsc::Receiver<NodeNews>,
     bus: Arc<dyn Bus>,
     server: Server,
     stop: CancellationToken,
 ) {
     loop {
-        let event = tokio::select! {
+        let news = tokio::select! {
             () = stop.cancelled() => return,
-            event = waiting.recv() => event,
+            news = waiting.recv() => news,
         };
-        let Some(event) = event else { return };
+        let Some(news) = news else { return };
         let lost = server.relay_lost().then(after_gap);
-        for event in std::iter::once(event).chain(lost.into_iter().flatten()) {
-            if let Err(error) = bus.publish(&Topic::Registry, encode(&event)).await {
-                tracing::warn!(%error, "could not tell the other nodes of a registry change");
+        let lost = lost.into_iter().flatten().map(NodeNews::Change);
+        for news in std::iter::once(news).chain(lost) {
+            if let Err(error) = bus.publish(&Topic::Registry, encode(&news)).await {
+                tracing::warn!(%error, "could not tell the other nodes of a change");
             }
         }
     }
@@ -104,17 +116,18 @@ async fn publish(
 #[cfg(test)]
 mod tests {
     use super::{decode, encode};
-    use crate::server::ServerEvent;
+    use crate::server::{NodeNews, ServerEvent};
 
     #[test]
     fn changes_round_trip_and_other_news_is_none() {
-        for event in [
-            ServerEvent::ToolsChanged,
-            ServerEvent::ResourcesChanged,
-            ServerEvent::PromptsChanged,
-            ServerEvent::ResourceUpdated("file:///a b\nc".into()),
+        for news in [
+            NodeNews::Change(ServerEvent::ToolsChanged),
+            NodeNews::Change(ServerEvent::ResourcesChanged),
+            NodeNews::Change(ServerEvent::PromptsChanged),
+            NodeNews::Change(ServerEvent::ResourceUpdated("file:///a b\nc".into())),
+            NodeNews::TaskAnswered("Zm9vYmFy-_".into()),
         ] {
-            assert_eq!(decode(&encode(&event)), Some(event));
+            assert_eq!(decode(&encode(&news)), Some(news));
         }
         assert_eq!(decode(b"session-ended:abc"), None);
         assert_eq!(decode(b"registry-tools-and-more"), None);

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sessions::Sessions;
 use super::{State, forward, relay};
-use crate::server::Server;
+use crate::server::{NodeNews, Server};
 use crate::store::{
     Bus, Delivery, EventLimits, EventStore, NodeTag, SessionStore, Subscription, Topic,
 };
@@ -395,17 +395,18 @@ async fn follow(
                         session.get_stream_taken(node);
                     }
                 }
-                None => {
-                    if let Some(event) = relay::decode(&body) {
-                        server.emit_here(event);
-                    }
-                }
+                None => match relay::decode(&body) {
+                    Some(NodeNews::Change(event)) => server.emit_here(event),
+                    Some(NodeNews::TaskAnswered(id)) => server.task_answered_elsewhere(&id),
+                    None => {}
+                },
             },
             Some(Delivery::Gap) => {
                 tracing::debug!("news may have been lost: every list is announced changed");
                 for event in relay::after_gap() {
                     server.emit_here(event);
                 }
+                server.look_for_task_answers();
                 for session in sessions.copies() {
                     session.get_stream_grew();
                 }

@@ -1,4 +1,5 @@
-//! Changes to the registry that connected clients are told about.
+//! Changes to the registry that connected clients are told about, and the news a node tells
+//! the other nodes of its service.
 
 /// A change that sessions forward to their clients as a notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,3 +42,14 @@ impl ServerEvent {
 
 /// How many events a slow session may fall behind before it skips to the newest.
 pub(crate) const EVENT_BUFFER: usize = 256;
+
+/// What this node tells the other nodes of its service (through the relay of an HTTP endpoint
+/// that shares its sessions, `http/relay.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NodeNews {
+    /// A change of the registry: each node announces it to its own clients.
+    Change(ServerEvent),
+    /// A question of task `id` (2026-07-28) was answered here and the answer stored with the
+    /// task: the node that runs the task's work takes it.
+    TaskAnswered(String),
+}

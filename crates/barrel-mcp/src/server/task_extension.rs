@@ -312,8 +312,7 @@ pub(crate) async fn update(
             ));
         }
     };
-    // Unknown (or someone else's) task: -32602, before anything is delivered.
-    find(server, &id, &owner).await?;
+    // An unknown (or someone else's) task is -32602, and nothing is delivered.
     task_input::deliver(server, &id, &owner, responses).await?;
     Ok(json!({}))
 }

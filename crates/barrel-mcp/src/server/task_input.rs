@@ -10,8 +10,15 @@
 //!   (the status goes back to `working` when no question is left) and then wakes the handler
 //!   with the answer. Unknown or already-answered keys are ignored.
 //!
-//! The waiting handlers live in this process (the record, with its questions, lives in the
-//! store): an answer reaches a task only on the node that runs its work.
+//! The waiting handlers live in the process that runs the task's work; the record, with its
+//! questions, lives in the store, which several nodes of a service may share. A `tasks/update`
+//! that reaches another node moves each answer from the record's questions to its
+//! `input_answers` (one atomic change, so of two answers to one key only the first counts), and
+//! tells the other nodes ([`Server::tell_task_answered`]); the runner's node takes the answers
+//! out of the record and wakes its handlers ([`collect`]). News between nodes is lossy: a
+//! waiting handler also looks in the store every third of the task lease
+//! ([`TaskLimits::lease`](crate::task::TaskLimits::lease)), so a lost message delays an answer
+//! by that much at most.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -23,6 +30,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
+use super::tasks::Waiting;
 use crate::Error;
 use crate::peer::Peer;
 use crate::task::{Era, TaskRecord};
@@ -223,11 +231,15 @@ impl TaskInput {
         let key = self.claim(key)?;
         let question = serde_json::to_value(&request)?;
         let tasks = &self.server.inner.tasks;
-        let (answer_to, answer) = oneshot::channel();
+        let (answer_to, mut answer) = oneshot::channel();
         tasks
             .waiting()
             .entry(self.id.clone())
-            .or_default()
+            .or_insert_with(|| Waiting {
+                owner: self.owner.clone(),
+                keys: HashMap::new(),
+            })
+            .keys
             .insert(key.clone(), answer_to);
         let park = |t: &mut TaskRecord| {
             t.input_requests.insert(key.clone(), question.clone());
@@ -250,13 +262,18 @@ impl TaskInput {
             return Err(Error::Rpc(refusal.to_error_object()));
         }
         self.server.task_changed(&self.id);
-        tokio::select! {
-            answered = answer => {
-                // Delivered: `tasks/update` already took the question out of the record.
-                pending.key = None;
-                answered.map_err(|_| Error::Cancelled)
+        // An answer given on another node, whose news was lost, is found in the store.
+        let look_every = self.server.config().task_limits.granted_lease() / 3;
+        loop {
+            tokio::select! {
+                answered = &mut answer => {
+                    // Delivered: `tasks/update` already took the question out of the record.
+                    pending.key = None;
+                    return answered.map_err(|_| Error::Cancelled);
+                }
+                () = cancel.cancelled() => return Err(Error::Cancelled),
+                () = tokio::time::sleep(look_every) => collect(&self.server, &self.id).await,
             }
-            () = cancel.cancelled() => Err(Error::Cancelled),
         }
     }
 }
@@ -346,19 +363,21 @@ impl Drop for ClientWait {
     }
 }
 
-/// Drops a waiting question of this process.
-fn forget(server: &Server, id: &str, key: &str) {
+/// Drops a waiting question of this process; its handler, when there is one.
+fn forget(server: &Server, id: &str, key: &str) -> Option<oneshot::Sender<Value>> {
     let mut waiting = server.inner.tasks.waiting();
-    if let Some(keys) = waiting.get_mut(id) {
-        keys.remove(key);
-        if keys.is_empty() {
-            waiting.remove(id);
-        }
+    let task = waiting.get_mut(id)?;
+    let handler = task.keys.remove(key);
+    if task.keys.is_empty() {
+        waiting.remove(id);
     }
+    handler
 }
 
-/// `tasks/update`: hands each answer whose key a handler of this process waits on to it, after
-/// taking the question out of the record (so a `tasks/get` after the ack no longer shows it).
+/// `tasks/update`: takes each answered question out of the record, in one change; wakes the
+/// handlers of this process that wait on them, and leaves the other answers in the record for
+/// the node that runs the task (telling it so). Keys the task does not ask (unknown, or
+/// answered already) are ignored. An unknown task (or someone else's) is -32602.
 pub(crate) async fn deliver(
     server: &Server,
     id: &str,
@@ -366,29 +385,93 @@ pub(crate) async fn deliver(
     responses: Map<String, Value>,
 ) -> Result<(), ErrorObject> {
     let tasks = &server.inner.tasks;
-    for (key, answer) in responses {
-        let waiter = {
-            let mut waiting = tasks.waiting();
-            let waiter = waiting.get_mut(id).and_then(|keys| keys.remove(&key));
-            if waiting.get(id).is_some_and(HashMap::is_empty) {
-                waiting.remove(id);
+    let here: HashSet<String> = tasks.waiting().get(id).map_or_else(HashSet::new, |task| {
+        responses
+            .keys()
+            .filter(|key| task.keys.contains_key(*key))
+            .cloned()
+            .collect()
+    });
+    // The keys of `here` the change took out of the record (of its last run: a store may run
+    // it again on a conflict): only their answers are handed over here.
+    let taken_here = Mutex::new(HashSet::new());
+    let answered = |t: &mut TaskRecord| {
+        let mut taken = taken_here.lock().unwrap_or_else(PoisonError::into_inner);
+        taken.clear();
+        for (key, answer) in &responses {
+            if t.input_requests.remove(key).is_none() {
+                continue;
             }
-            waiter
-        };
-        let Some(waiter) = waiter else {
-            continue;
-        };
-        let answered = |t: &mut TaskRecord| withdraw(t, &key);
-        tasks
-            .store
-            .update(id, owner, Era::Extension, &answered)
-            .await
-            .map_err(|r| r.to_error_object())?;
-        server.task_changed(id);
-        // The handler may have stopped waiting (cancelled): nothing is lost.
-        let _ = waiter.send(answer);
+            if here.contains(key) {
+                taken.insert(key.clone());
+            } else {
+                t.input_answers.insert(key.clone(), answer.clone());
+            }
+        }
+        if t.input_requests.is_empty() && t.status == TaskStatus::InputRequired {
+            t.set_status(TaskStatus::Working)?;
+        }
+        Ok(())
+    };
+    let record = tasks
+        .store
+        .update(id, owner, Era::Extension, &answered)
+        .await
+        .map_err(|r| r.to_error_object())?;
+    if responses.is_empty() {
+        return Ok(());
+    }
+    server.task_changed(id);
+    let stored = responses
+        .keys()
+        .any(|key| !here.contains(key) && record.input_answers.contains_key(key));
+    if stored {
+        server.tell_task_answered(id);
+    }
+    let taken_here = taken_here
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    for (key, answer) in responses {
+        if taken_here.contains(&key)
+            && let Some(handler) = forget(server, id, &key)
+        {
+            // The handler may have stopped waiting (cancelled): nothing is lost.
+            let _ = handler.send(answer);
+        }
     }
     Ok(())
+}
+
+/// Hands the answers other nodes left in task `id`'s record (see [`deliver`]) to the handlers
+/// of this process waiting on them, taking them out of the record; answers no handler waits
+/// for any more are dropped with them. One read when there is none.
+pub(crate) async fn collect(server: &Server, id: &str) {
+    let tasks = &server.inner.tasks;
+    let Some(owner) = tasks.waiting().get(id).map(|task| task.owner.clone()) else {
+        return;
+    };
+    let Ok(record) = tasks.store.get(id, &owner, Era::Extension).await else {
+        return;
+    };
+    if record.input_answers.is_empty() {
+        return;
+    }
+    let take = |t: &mut TaskRecord| {
+        for key in record.input_answers.keys() {
+            t.input_answers.remove(key);
+        }
+        Ok(())
+    };
+    if let Err(refusal) = tasks.store.update(id, &owner, Era::Extension, &take).await {
+        // Gone or ended (then nothing waits), or a store outage: the next look tries again.
+        tracing::debug!(task = %id, ?refusal, "answers to a task were not taken yet");
+        return;
+    }
+    for (key, answer) in record.input_answers {
+        if let Some(handler) = forget(server, id, &key) {
+            let _ = handler.send(answer);
+        }
+    }
 }
 
 /// Takes the question `key` out of a task; the task works on when no question is left.

@@ -64,6 +64,14 @@ mod runner;
 
 pub(crate) use runner::{Watched, watch};
 
+/// The questions one task of this process waits on (2026-07-28 `tasks/update`).
+pub(crate) struct Waiting {
+    /// Who the task belongs to (to read it back from the store).
+    pub(crate) owner: String,
+    /// The handler waiting on each question, by key.
+    pub(crate) keys: HashMap<String, oneshot::Sender<Value>>,
+}
+
 /// The tasks of a server: the store, and the running work of this process.
 pub(crate) struct Tasks {
     pub(crate) store: Arc<dyn TaskStore>,
@@ -71,8 +79,8 @@ pub(crate) struct Tasks {
     running: Mutex<HashMap<String, CancellationToken>>,
     /// Woken whenever a task ends.
     ended: tokio::sync::Notify,
-    /// The questions of this process's tasks waiting on `tasks/update`, by task and key.
-    waiting: Mutex<HashMap<String, HashMap<String, oneshot::Sender<Value>>>>,
+    /// The questions of this process's tasks waiting on `tasks/update`, by task.
+    waiting: Mutex<HashMap<String, Waiting>>,
     /// Set once the periodic purge of expired tasks runs.
     purging: std::sync::OnceLock<()>,
     /// Tasks of this process failed elsewhere because their lease ran out while their work
@@ -121,9 +129,7 @@ impl Tasks {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn waiting(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, oneshot::Sender<Value>>>> {
+    pub(crate) fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -79,6 +79,10 @@ pub struct TaskRecord {
     pub outcome: Option<TaskOutcome>,
     /// Questions waiting for the requestor (2026: `inputRequests`, by key).
     pub input_requests: BTreeMap<String, Value>,
+    /// Answers to questions of `input_requests`, given (`tasks/update`) on a node that does not
+    /// run the task's work: they wait here, by key, until its runner takes them. Never shown
+    /// to requestors; a finished task holds none.
+    pub input_answers: BTreeMap<String, Value>,
     /// Created by an anonymous caller: it is its own owner, and counts against the shared
     /// anonymous cap ([`TaskLimits::max_anonymous`](super::TaskLimits::max_anonymous)) instead
     /// of a per-owner one.
@@ -114,6 +118,7 @@ impl TaskRecord {
             poll_interval,
             outcome: None,
             input_requests: BTreeMap::new(),
+            input_answers: BTreeMap::new(),
             anonymous: false,
             lease_until: None,
         }
@@ -181,6 +186,7 @@ impl TaskRecord {
         };
         self.outcome = Some(outcome);
         self.input_requests.clear();
+        self.input_answers.clear();
         self.lease_until = None;
         self.touch();
         Ok(())
@@ -193,6 +199,7 @@ impl TaskRecord {
         }
         self.status = TaskStatus::Cancelled;
         self.input_requests.clear();
+        self.input_answers.clear();
         self.lease_until = None;
         self.touch();
         Ok(())

@@ -10,7 +10,8 @@
 //! copies; `replay.rs`: streams shared through an event store; `follow.rs`: streams followed
 //! from it (a stalled reader cut off, a quiet GET stream kept alive, GET streams opened on two
 //! nodes at once); `legacy.rs`: a legacy HTTP+SSE session whose POSTs reach the other node, and
-//! `legacy_bounds.rs` the bounds on what is sent on; `whole.rs`: which streams are stored whole. With feature `redis`, `redis.rs` runs the
+//! `legacy_bounds.rs` the bounds on what is sent on; `whole.rs`: which streams are stored whole; `tasks.rs`: a
+//! 2026-07-28 task run on one node and answered on the other. With feature `redis`, `redis.rs` runs the
 //! continuation over `RedisSessionStore` and `RedisBus`.
 
 use std::sync::Arc;
@@ -40,6 +41,7 @@ mod redis;
 mod replay;
 mod retag;
 mod state;
+mod tasks;
 mod whole;
 
 /// A memory store that answers `Unavailable` while `fail` is set, counts touches, and takes

@@ -46,6 +46,8 @@ struct Stored {
     outcome: Option<StoredOutcome>,
     #[serde(rename = "i", default, skip_serializing_if = "BTreeMap::is_empty")]
     input_requests: BTreeMap<String, Value>,
+    #[serde(rename = "n", default, skip_serializing_if = "BTreeMap::is_empty")]
+    input_answers: BTreeMap<String, Value>,
     #[serde(rename = "a", default)]
     anonymous: bool,
 }
@@ -103,6 +105,7 @@ pub(super) fn encode(record: &TaskRecord) -> Result<String, serde_json::Error> {
             TaskOutcome::Error(error) => StoredOutcome::Error(error),
         }),
         input_requests: record.input_requests.clone(),
+        input_answers: record.input_answers.clone(),
         anonymous: record.anonymous,
     };
     serde_json::to_string(&stored)
@@ -134,6 +137,7 @@ pub(super) fn decode(json: &str) -> Option<TaskRecord> {
         StoredOutcome::Error(error) => TaskOutcome::Error(error),
     });
     record.input_requests = stored.input_requests;
+    record.input_answers = stored.input_answers;
     record.anonymous = stored.anonymous;
     Some(record)
 }
@@ -157,6 +161,9 @@ mod tests {
         record
             .input_requests
             .insert("q".into(), json!({"method": "elicitation/create"}));
+        record
+            .input_answers
+            .insert("r".into(), json!({"action": "accept"}));
         record.anonymous = true;
         assert_eq!(decode(&encode(&record).unwrap()), Some(record.clone()));
         record
