@@ -115,8 +115,61 @@ async fn publish(
 
 #[cfg(test)]
 mod tests {
-    use super::{decode, encode};
-    use crate::server::{NodeNews, ServerEvent};
+    use std::sync::Arc;
+
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    use super::{decode, encode, publish};
+    use crate::server::{NodeNews, Server, ServerEvent};
+    use crate::store::{Bus, Delivery, LocalHub, Topic};
+
+    /// The next change another node hears.
+    async fn heard(subscription: &mut crate::store::Subscription) -> NodeNews {
+        let delivery = tokio::time::timeout(std::time::Duration::from_secs(5), subscription.recv())
+            .await
+            .expect("in time")
+            .expect("subscribed");
+        let Delivery::Message { body, .. } = delivery else {
+            panic!("a message, not {delivery:?}");
+        };
+        decode(&body).expect("news")
+    }
+
+    #[tokio::test]
+    async fn a_change_that_could_not_be_queued_makes_every_list_announced() {
+        let hub = LocalHub::new();
+        let (here, there): (Arc<dyn Bus>, _) = (Arc::new(hub.join()), hub.join());
+        let mut other_node = there.subscribe(&Topic::Registry).await.expect("subscribe");
+        let server = Server::builder()
+            .name("relay", "1.0.0")
+            .build()
+            .expect("server");
+        let (changes, waiting) = mpsc::channel(1);
+        assert!(server.relay_to(changes));
+        server.tools_list_changed();
+        // The queue holds one: this one is not relayed.
+        server.notify_resource_updated("file:///lost");
+        let stop = CancellationToken::new();
+        let relaying = tokio::spawn(publish(waiting, here, server.clone(), stop.clone()));
+        let change = |event| NodeNews::Change(event);
+        assert_eq!(
+            heard(&mut other_node).await,
+            change(ServerEvent::ToolsChanged)
+        );
+        // Instead of the lost one: every list changed.
+        for event in super::after_gap() {
+            assert_eq!(heard(&mut other_node).await, change(event));
+        }
+        // Then changes go as they are again.
+        server.notify_resource_updated("file:///kept");
+        assert_eq!(
+            heard(&mut other_node).await,
+            change(ServerEvent::ResourceUpdated("file:///kept".into()))
+        );
+        stop.cancel();
+        relaying.await.expect("relay stops");
+    }
 
     #[test]
     fn changes_round_trip_and_other_news_is_none() {
