@@ -174,13 +174,24 @@ impl Node {
 
     /// Its resident set (`VmRSS` of /proc/PID/status), in KiB.
     pub(crate) fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS:")
+    }
+
+    /// Its resident anonymous memory (`RssAnon`: the heap and stacks, not the pages of its
+    /// binary), in KiB.
+    pub(crate) fn anonymous_kib(&self) -> u64 {
+        self.status_kib("RssAnon:")
+    }
+
+    /// A field of /proc/PID/status counted in kB.
+    fn status_kib(&self, field: &str) -> u64 {
         let pid = self.process.as_ref().expect("the node runs").0.id();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("procfs");
         status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc/PID/status")
+            .unwrap_or_else(|| panic!("{field} in /proc/PID/status"))
     }
 }
 

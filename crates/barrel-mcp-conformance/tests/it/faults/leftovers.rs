@@ -1,8 +1,8 @@
 //! What the work leaves behind: once a client's sessions are deleted and its tasks and
 //! finished streams expired (a deleted session's one-event streams are left to their TTL),
 //! Redis holds nothing under the prefix but the nodes' membership (`P:node:*`,
-//! `P:nodes:next`, the inboxes `P:n:*`), and each node's resident memory is within a
-//! generous bound of what it was before the work.
+//! `P:nodes:next`, the inboxes `P:n:*`), and each node's resident memory is within 10% of
+//! what it was before the work.
 
 use std::time::{Duration, Instant};
 
@@ -10,10 +10,12 @@ use barrel_mcp::client::{Client, ToolTask};
 
 use super::harness::{SIMPLE_TEXT, Service, simple, slow, within};
 
-/// Growth of a node's resident set over the work that still passes: 64 MiB. Generous on
-/// purpose (allocator caches, the runtime's thread stacks): this catches a leak of every
-/// request's state, not a few kilobytes.
-const RSS_GROWTH_KIB: u64 = 64 * 1024;
+/// Growth of a node's resident set over the work that still passes, in percent of what it
+/// was before. What a debug node takes on at its first session and tasks is 7-8% of its
+/// 23 MiB: 1.2-1.3 MiB of its binary's pages run for the first time, 0.5 MiB of heap (compiled
+/// schemas, buffers, allocator caches); later sessions add a few KiB each (measured: six
+/// sessions of this work in a row, +1.6 MiB after the first, +0.2 MiB over the next five).
+const RSS_GROWTH_PERCENT: u64 = 10;
 /// The tasks' TTL: short, yet longer than the poll interval (1 s) at which a node other
 /// than the runner looks for a result.
 const TASK_TTL: Duration = Duration::from_secs(3);
@@ -49,7 +51,11 @@ async fn nothing_but_membership_is_left_after_the_sessions_and_tasks_end() {
     const GONE_WITHIN: Duration = Duration::from_secs(5);
     within(Duration::from_secs(40), async {
         let service = Service::start(&[("FINISHED_STREAM_MS", FINISHED_STREAM_MS)]).await;
-        let rss_before: Vec<u64> = service.nodes.iter().map(|n| n.rss_kib()).collect();
+        let rss_before: Vec<(u64, u64)> = service
+            .nodes
+            .iter()
+            .map(|n| (n.rss_kib(), n.anonymous_kib()))
+            .collect();
         for _ in 0..2 {
             let client = service.connect().await;
             work(&client).await;
@@ -100,11 +106,14 @@ async fn nothing_but_membership_is_left_after_the_sessions_and_tasks_end() {
             2,
             "one membership per live node: {keys:?}"
         );
-        for (node, before) in service.nodes.iter().zip(rss_before) {
-            let after = node.rss_kib();
-            eprintln!("a node's RSS: {before} KiB before the work, {after} KiB after");
+        for (node, (before, anonymous_before)) in service.nodes.iter().zip(rss_before) {
+            let (after, anonymous_after) = (node.rss_kib(), node.anonymous_kib());
+            eprintln!(
+                "a node's RSS: {before} KiB before the work, {after} KiB after (anonymous: \
+                 {anonymous_before} KiB, {anonymous_after} KiB)"
+            );
             assert!(
-                after <= before + RSS_GROWTH_KIB,
+                after <= before + before * RSS_GROWTH_PERCENT / 100,
                 "a node grew from {before} KiB to {after} KiB"
             );
         }
