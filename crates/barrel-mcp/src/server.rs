@@ -552,24 +552,24 @@ impl Server {
     }
 
     /// Hands the answers to task `id` stored by other nodes to the questions of this process
-    /// that wait on them (another node said it stored some); nothing when no question of the
-    /// task waits here.
+    /// that wait on them (another node said it stored some), off the caller's path; nothing
+    /// when no question of the task waits here.
     #[cfg(feature = "http-server")]
     pub(crate) fn task_answered_elsewhere(&self, id: &str) {
-        if self.inner.tasks.waiting().contains_key(id) {
-            let (server, id) = (self.clone(), id.to_owned());
-            tokio::spawn(async move { task_input::collect(&server, &id).await });
-        }
+        task_input::look_soon(self, id);
     }
 
     /// Looks for stored answers to every task of this process that waits on one (news of
-    /// other nodes may have been lost).
+    /// other nodes may have been lost), `at_once` looks at a time.
     #[cfg(feature = "http-server")]
-    pub(crate) fn look_for_task_answers(&self) {
+    pub(crate) async fn look_for_task_answers(&self, at_once: usize) {
+        use futures_util::StreamExt;
         let waiting: Vec<String> = self.inner.tasks.waiting().keys().cloned().collect();
-        for id in waiting {
-            self.task_answered_elsewhere(&id);
-        }
+        futures_util::stream::iter(waiting)
+            .for_each_concurrent(at_once, |id| async move {
+                task_input::collect(self, &id).await;
+            })
+            .await;
     }
 
     fn emit(&self, event: ServerEvent) {

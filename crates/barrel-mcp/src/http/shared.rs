@@ -275,7 +275,7 @@ impl<'a> News<'a> {
     }
 }
 
-/// How many copies a node reloads at once after a gap.
+/// How many copies a node reloads (and tasks it looks for answers of) at once after a gap.
 const GAP_REFRESHES: usize = 16;
 
 /// How long after a failed subscription a request tries again.
@@ -406,7 +406,7 @@ async fn follow(
                 for event in relay::after_gap() {
                     server.emit_here(event);
                 }
-                server.look_for_task_answers();
+                server.look_for_task_answers(GAP_REFRESHES).await;
                 for session in sessions.copies() {
                     session.get_stream_grew();
                 }

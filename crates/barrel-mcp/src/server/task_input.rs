@@ -17,8 +17,10 @@
 //! tells the other nodes ([`Server::tell_task_answered`]); the runner's node takes the answers
 //! out of the record and wakes its handlers ([`collect`]). News between nodes is lossy: a
 //! waiting handler also looks in the store every third of the task lease
-//! ([`TaskLimits::lease`](crate::task::TaskLimits::lease)), so a lost message delays an answer
-//! by that much at most.
+//! ([`TaskLimits::lease`](crate::task::TaskLimits::lease)), and every node looks for each of
+//! its waiting tasks after a gap in the news, so a lost message delays an answer (by a third
+//! of the lease at most; with a lease too long to count, until the next news of the task)
+//! but does not drop it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -238,6 +240,8 @@ impl TaskInput {
             .or_insert_with(|| Waiting {
                 owner: self.owner.clone(),
                 keys: HashMap::new(),
+                looking: false,
+                look_again: false,
             })
             .keys
             .insert(key.clone(), answer_to);
@@ -272,7 +276,8 @@ impl TaskInput {
                     return answered.map_err(|_| Error::Cancelled);
                 }
                 () = cancel.cancelled() => return Err(Error::Cancelled),
-                () = tokio::time::sleep(look_every) => collect(&self.server, &self.id).await,
+                // Off this future: a store that hangs does not hide a cancellation.
+                () = tokio::time::sleep(look_every) => look_soon(&self.server, &self.id),
             }
         }
     }
@@ -392,12 +397,16 @@ pub(crate) async fn deliver(
             .cloned()
             .collect()
     });
-    // The keys of `here` the change took out of the record (of its last run: a store may run
-    // it again on a conflict): only their answers are handed over here.
+    // What the change did in its last run (a store may run it again on a conflict): the keys
+    // of `here` it took out of the record, whose answers are handed over here, and the keys
+    // whose answers it left in the record for the runner.
     let taken_here = Mutex::new(HashSet::new());
+    let left = Mutex::new(false);
     let answered = |t: &mut TaskRecord| {
         let mut taken = taken_here.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut stored = left.lock().unwrap_or_else(PoisonError::into_inner);
         taken.clear();
+        *stored = false;
         for (key, answer) in &responses {
             if t.input_requests.remove(key).is_none() {
                 continue;
@@ -406,6 +415,7 @@ pub(crate) async fn deliver(
                 taken.insert(key.clone());
             } else {
                 t.input_answers.insert(key.clone(), answer.clone());
+                *stored = true;
             }
         }
         if t.input_requests.is_empty() && t.status == TaskStatus::InputRequired {
@@ -413,24 +423,23 @@ pub(crate) async fn deliver(
         }
         Ok(())
     };
-    let record = tasks
+    tasks
         .store
         .update(id, owner, Era::Extension, &answered)
         .await
         .map_err(|r| r.to_error_object())?;
-    if responses.is_empty() {
-        return Ok(());
-    }
-    server.task_changed(id);
-    let stored = responses
-        .keys()
-        .any(|key| !here.contains(key) && record.input_answers.contains_key(key));
-    if stored {
-        server.tell_task_answered(id);
-    }
     let taken_here = taken_here
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
+    let left = left.into_inner().unwrap_or_else(PoisonError::into_inner);
+    if taken_here.is_empty() && !left {
+        // Nothing the task asks (no key, or none it waits on): nothing changed.
+        return Ok(());
+    }
+    server.task_changed(id);
+    if left {
+        server.tell_task_answered(id);
+    }
     for (key, answer) in responses {
         if taken_here.contains(&key)
             && let Some(handler) = forget(server, id, &key)
@@ -442,19 +451,62 @@ pub(crate) async fn deliver(
     Ok(())
 }
 
+/// Looks for answers to task `id` in the store soon, off the caller's path (see [`collect`]),
+/// when a question of the task waits here.
+pub(crate) fn look_soon(server: &Server, id: &str) {
+    if server.inner.tasks.waiting().contains_key(id) {
+        let (server, id) = (server.clone(), id.to_owned());
+        tokio::spawn(async move { collect(&server, &id).await });
+    }
+}
+
 /// Hands the answers other nodes left in task `id`'s record (see [`deliver`]) to the handlers
-/// of this process waiting on them, taking them out of the record; answers no handler waits
-/// for any more are dropped with them. One read when there is none.
+/// of this process waiting on them, then takes them out of the record (answers no handler
+/// waits for any more are dropped with them; a failed clean-up is done again by the next
+/// look). One look at a time per task: a call while one is under way makes it look once more
+/// when done. One read when there is no answer.
 pub(crate) async fn collect(server: &Server, id: &str) {
     let tasks = &server.inner.tasks;
-    let Some(owner) = tasks.waiting().get(id).map(|task| task.owner.clone()) else {
-        return;
+    let owner = {
+        let mut waiting = tasks.waiting();
+        let Some(task) = waiting.get_mut(id) else {
+            return;
+        };
+        if task.looking {
+            task.look_again = true;
+            return;
+        }
+        task.looking = true;
+        task.owner.clone()
     };
-    let Ok(record) = tasks.store.get(id, &owner, Era::Extension).await else {
+    // Cleared however the look ends (this future may be dropped at an await).
+    let _looking = Looking { server, id };
+    loop {
+        look(server, id, &owner).await;
+        let again = tasks
+            .waiting()
+            .get_mut(id)
+            .is_some_and(|task| std::mem::take(&mut task.look_again));
+        if !again {
+            return;
+        }
+    }
+}
+
+/// One look for task `id`'s answers (see [`collect`]).
+async fn look(server: &Server, id: &str, owner: &str) {
+    let tasks = &server.inner.tasks;
+    let Ok(record) = tasks.store.get(id, owner, Era::Extension).await else {
         return;
     };
     if record.input_answers.is_empty() {
         return;
+    }
+    // Handed over first: a clean-up that fails (or never finishes) loses no answer.
+    for (key, answer) in &record.input_answers {
+        if let Some(handler) = forget(server, id, key) {
+            let _ = handler.send(answer.clone());
+        }
     }
     let take = |t: &mut TaskRecord| {
         for key in record.input_answers.keys() {
@@ -462,21 +514,33 @@ pub(crate) async fn collect(server: &Server, id: &str) {
         }
         Ok(())
     };
-    if let Err(refusal) = tasks.store.update(id, &owner, Era::Extension, &take).await {
-        // Gone or ended (then nothing waits), or a store outage: the next look tries again.
-        tracing::debug!(task = %id, ?refusal, "answers to a task were not taken yet");
-        return;
+    if let Err(refusal) = tasks.store.update(id, owner, Era::Extension, &take).await {
+        // Gone or ended (the record dropped them then), or a store outage: the next look
+        // drops them.
+        tracing::debug!(task = %id, ?refusal, "answers to a task were not cleaned up yet");
     }
-    for (key, answer) in record.input_answers {
-        if let Some(handler) = forget(server, id, &key) {
-            let _ = handler.send(answer);
+}
+
+/// Marks the end of a look in the store (see [`collect`]).
+struct Looking<'a> {
+    server: &'a Server,
+    id: &'a str,
+}
+
+impl Drop for Looking<'_> {
+    fn drop(&mut self) {
+        if let Some(task) = self.server.inner.tasks.waiting().get_mut(self.id) {
+            task.looking = false;
+            task.look_again = false;
         }
     }
 }
 
-/// Takes the question `key` out of a task; the task works on when no question is left.
+/// Takes the question `key` out of a task (with an answer another node left for it); the task
+/// works on when no question is left.
 fn withdraw(task: &mut TaskRecord, key: &str) -> Result<(), crate::task::Refused> {
     task.input_requests.remove(key);
+    task.input_answers.remove(key);
     if task.input_requests.is_empty() && task.status == TaskStatus::InputRequired {
         task.set_status(TaskStatus::Working)?;
     }

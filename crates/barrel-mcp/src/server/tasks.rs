@@ -70,6 +70,10 @@ pub(crate) struct Waiting {
     pub(crate) owner: String,
     /// The handler waiting on each question, by key.
     pub(crate) keys: HashMap<String, oneshot::Sender<Value>>,
+    /// A look in the store for answers given on other nodes is under way; news that comes
+    /// meanwhile sets `look_again` (one look at a time per task, none missed).
+    pub(crate) looking: bool,
+    pub(crate) look_again: bool,
 }
 
 /// The tasks of a server: the store, and the running work of this process.

@@ -137,6 +137,8 @@ impl StoreRefusal {
 /// - `update` applies a change atomically, and not at all when the change is refused (a store
 ///   may call it again on a conflict, so it must depend only on the record it is given); it
 ///   never changes the lease, and a task it finishes holds none;
+/// - every field of a record is kept as written, [`TaskRecord::input_answers`] included: the
+///   answers one node takes for a task another node runs wait there;
 /// - `get`, `update` and `list` first fail a task whose runner's lease has run out
 ///   ([`TaskRecord::runner_lost`]) with [`TaskRecord::fail_runner_lost`], atomically: of many
 ///   readers at once exactly one makes the change, a renewal that got there first keeps the

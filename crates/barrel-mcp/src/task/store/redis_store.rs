@@ -233,6 +233,10 @@ impl RedisTaskStore {
                 return Err(StoreRefusal::Refused(Refused::Invalid));
             }
             keep_lease(&record, &mut next);
+            if next == record {
+                // Nothing to write (a `tasks/update` naming no question the task asks).
+                return Ok(next);
+            }
             let json = stored::encode(&next)
                 .map_err(|e| StoreRefusal::Unavailable(format!("a task did not encode: {e}")))?;
             let ends = if next.status.is_terminal() { "end" } else { "" };

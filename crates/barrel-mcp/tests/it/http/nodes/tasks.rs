@@ -9,7 +9,7 @@ use std::time::Duration;
 use barrel_mcp::http::{HttpConfig, SharedSessions};
 use barrel_mcp::server::{Ctx, Server, ServerConfig};
 use barrel_mcp::store::{Bus, LocalHub};
-use barrel_mcp::task::{MemoryTaskStore, TaskLimits};
+use barrel_mcp::task::{MemoryTaskStore, TaskLimits, TaskStore};
 use barrel_mcp::types::{ElicitRequestParams, JsonObject, Tool, ToolExecution};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -21,7 +21,7 @@ const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// A server whose tool `asks` is a task asking two questions at once; its task lease is
 /// `lease` (a waiting handler looks in the store every third of it).
-fn server(tasks: &Arc<MemoryTaskStore>, lease: Duration) -> Server {
+fn server(tasks: &Arc<dyn TaskStore>, lease: Duration) -> Server {
     let mut tool = Tool::new("asks", JsonObject::new());
     tool.execution = Some(ToolExecution {
         task_support: Some("required".to_owned()),
@@ -170,7 +170,7 @@ fn text(task: &Value) -> String {
 
 #[tokio::test]
 async fn answers_given_on_b_reach_the_handler_on_a_through_the_bus() {
-    let tasks = Arc::new(MemoryTaskStore::new(TaskLimits::default()));
+    let tasks: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new(TaskLimits::default()));
     // A lease of a minute: the handler's own look in the store comes only after 20 s, so an
     // answer within the bound below came through the bus.
     let lease = Duration::from_secs(60);
@@ -192,7 +192,7 @@ async fn answers_given_on_b_reach_the_handler_on_a_through_the_bus() {
 
 #[tokio::test]
 async fn an_answer_whose_news_is_lost_is_found_in_the_store() {
-    let tasks = Arc::new(MemoryTaskStore::new(TaskLimits::default()));
+    let tasks: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new(TaskLimits::default()));
     // B shares the task store but no bus: nothing tells A, whose handler looks in the store
     // every third of its lease.
     let lease = Duration::from_millis(300);
@@ -211,4 +211,43 @@ async fn an_answer_whose_news_is_lost_is_found_in_the_store() {
     assert_eq!(text(&done), "a b");
     a.stop().await;
     b.stop().await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn over_redis_answers_given_on_b_reach_the_handler_on_a() {
+    use barrel_mcp::store::{BusOptions, RedisBus, RedisSessionStore};
+    use barrel_mcp::task::RedisTaskStore;
+
+    use crate::support::redis::{connect, shared, unique_prefix};
+
+    let prefix = unique_prefix("http-nodes-tasks");
+    let lease = Duration::from_secs(60);
+    let mut nodes = Vec::new();
+    for _ in 0..2 {
+        let redis = connect(&shared().url(), &prefix).await;
+        let tasks: Arc<dyn TaskStore> = Arc::new(RedisTaskStore::on(&redis, TaskLimits::default()));
+        let bus = RedisBus::start(redis.clone(), BusOptions::default())
+            .await
+            .expect("the bus starts");
+        let config = HttpConfig {
+            shared_sessions: Some(SharedSessions::new(
+                Arc::new(RedisSessionStore::new(redis)),
+                Arc::new(bus),
+            )),
+            ..HttpConfig::default()
+        };
+        nodes.push(TestServer::start_with(server(&tasks, lease), config).await);
+    }
+    let done = answered_on_b(
+        &nodes[0].client(),
+        &nodes[1].client(),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(text(&done), "a b");
+    for node in &mut nodes {
+        node.stop().await;
+    }
 }
