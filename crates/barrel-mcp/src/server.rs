@@ -316,9 +316,11 @@ impl Server {
         }
         drop(connection);
         let peer = inlet.peer().clone();
+        // Pinned on the heap, not inside `served`, where it would be held twice (captured, and
+        // where it is polled) for the session's whole life.
+        let mut run = Box::pin(run);
         let served = async move {
             let _close = CloseOnDrop(peer.clone());
-            tokio::pin!(run);
             tokio::select! {
                 () = &mut run => {}
                 () = stop.cancelled() => {

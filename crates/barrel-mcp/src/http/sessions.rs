@@ -253,14 +253,16 @@ impl Sessions {
     ) {
         let sessions = Arc::clone(self);
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
-        self.tasks.spawn(async move {
+        // Pinned on the heap: pinned inside the task, the connection's future would be held
+        // twice for the session's whole life (once as captured, once where it is polled).
+        let mut serve = Box::pin(serve);
+        let task = async move {
             // However the task ends (a panic in the connection included), the session's
             // streams end and its slot is given back.
             let _forget = Forget {
                 sessions,
                 session: Arc::clone(&session),
             };
-            tokio::pin!(serve);
             let end = tokio::select! {
                 () = &mut serve => None,
                 end = watchdog(&session, idle, init) => {
@@ -272,9 +274,11 @@ impl Sessions {
             if end == Some(End::NeverInitialized)
                 && let Some(durable) = session.durable.as_ref().filter(|d| d.origin)
             {
-                durable.forget_unused().await;
+                // Boxed: a store's future would otherwise grow every session's task.
+                Box::pin(durable.forget_unused()).await;
             }
-        });
+        };
+        self.tasks.spawn(task);
     }
 
     /// Lists `session` under the caps (`limit` sessions for its quota, refused as `full`), or

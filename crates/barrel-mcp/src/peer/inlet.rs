@@ -89,11 +89,13 @@ pub(crate) fn open(
         let shared = &peer.shared;
         tokio::select! {
             () = shared.closed.cancelled() => {}
-            () = shared.input_ended.cancelled() => shared.drain().await,
+            () = shared.input_ended.cancelled() => Box::pin(shared.drain()).await,
         }
         shared.shutdown();
         handler.on_close();
-        shared.handlers.stop(shared.config.handler_grace).await;
+        // The end's futures are boxed: held inline, they would take room in every open
+        // session's task for its whole life.
+        Box::pin(shared.handlers.stop(shared.config.handler_grace)).await;
         writer.close();
     };
     (inlet, run)

@@ -377,7 +377,9 @@ async fn forward_events(
         if !session.hears_changes() {
             continue;
         }
-        if !announce(&peer, &session, batch).await {
+        // Boxed: an announcement is rare, and its future would take room in every session's
+        // task for its whole life.
+        if !Box::pin(announce(&peer, &session, batch)).await {
             return;
         }
     }
