@@ -210,25 +210,94 @@ impl EventStream {
     }
 }
 
+// Events are written piece by piece into a buffer of their exact size (so `Bytes` takes it
+// over without another allocation): each answer carries one or two, and `format!` cost more
+// than the rest of building them.
+
+/// The room a decimal `u128` can take.
+const MAX_DIGITS: usize = 39;
+const MESSAGE_HEAD: &[u8] = b"event: message\ndata: ";
+const EVENT_END: &[u8] = b"\n\n";
+
+/// The digits of `n` in decimal.
+fn decimal_len(n: impl Into<u128>) -> usize {
+    let mut n = n.into();
+    let mut len = 1;
+    while n >= 10 {
+        n /= 10;
+        len += 1;
+    }
+    len
+}
+
+/// The length of the id line of `stream.seq`.
+fn id_len(stream: u64, seq: u64) -> usize {
+    "id: .\n".len() + decimal_len(stream) + decimal_len(seq)
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, n: impl Into<u128>) {
+    let mut n = n.into();
+    let mut digits = [0u8; MAX_DIGITS];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `n % 10` is below 10.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends the event id `stream.seq`.
+fn push_id(out: &mut Vec<u8>, stream: u64, seq: u64) {
+    out.extend_from_slice(b"id: ");
+    push_decimal(out, stream);
+    out.push(b'.');
+    push_decimal(out, seq);
+    out.push(b'\n');
+}
+
 /// One event of stream `stream` with sequence number `seq` carrying `data` (a message's JSON).
 pub(crate) fn numbered_event(stream: u64, seq: u64, data: &str) -> Bytes {
-    Bytes::from(format!(
-        "id: {stream}.{seq}\nevent: message\ndata: {data}\n\n"
-    ))
+    let mut out =
+        Vec::with_capacity(id_len(stream, seq) + MESSAGE_HEAD.len() + data.len() + EVENT_END.len());
+    push_id(&mut out, stream, seq);
+    push_message(&mut out, data);
+    Bytes::from(out)
 }
 
 /// One event without an id carrying `data`.
 pub(crate) fn unnumbered_event(data: &str) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+    let mut out = Vec::with_capacity(MESSAGE_HEAD.len() + data.len() + EVENT_END.len());
+    push_message(&mut out, data);
+    Bytes::from(out)
+}
+
+/// Appends the `message` event's lines carrying `data`, and the blank line that ends it.
+fn push_message(out: &mut Vec<u8>, data: &str) {
+    out.extend_from_slice(MESSAGE_HEAD);
+    out.extend_from_slice(data.as_bytes());
+    out.extend_from_slice(EVENT_END);
 }
 
 /// The priming event of stream `stream`: its id names event `seq` (0: none yet), so a client
 /// resumes from there.
 pub(crate) fn priming_event(stream: u64, seq: u64, retry: Duration) -> Bytes {
-    Bytes::from(format!(
-        "id: {stream}.{seq}\nretry: {}\ndata: \n\n",
-        retry.as_millis()
-    ))
+    const RETRY: &[u8] = b"retry: ";
+    const EMPTY_DATA: &[u8] = b"\ndata: \n\n";
+    let millis = retry.as_millis();
+    let mut out = Vec::with_capacity(
+        id_len(stream, seq) + RETRY.len() + decimal_len(millis) + EMPTY_DATA.len(),
+    );
+    push_id(&mut out, stream, seq);
+    out.extend_from_slice(RETRY);
+    push_decimal(&mut out, millis);
+    out.extend_from_slice(EMPTY_DATA);
+    Bytes::from(out)
 }
 
 /// The notice that starts a replay whose cursor is older than what the stream kept (`first` is
@@ -393,6 +462,33 @@ pub(crate) fn body<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_written_whole_in_buffers_of_their_exact_size() {
+        for (stream, seq) in [(0, 0), (9, 10), (1_234, 99_999), (u64::MAX, u64::MAX)] {
+            let event = numbered_event(stream, seq, r#"{"a":1}"#);
+            let expected = format!("id: {stream}.{seq}\nevent: message\ndata: {{\"a\":1}}\n\n");
+            assert_eq!(event, expected.as_bytes());
+            for retry in [0, 7, 1_000, u64::MAX] {
+                let retry = Duration::from_millis(retry);
+                let priming = priming_event(stream, seq, retry);
+                let expected = format!(
+                    "id: {stream}.{seq}\nretry: {}\ndata: \n\n",
+                    retry.as_millis()
+                );
+                assert_eq!(priming, expected.as_bytes());
+            }
+        }
+        assert_eq!(unnumbered_event("x"), &b"event: message\ndata: x\n\n"[..]);
+        // Exact sizes: what the length functions say is what is written.
+        for n in [0u128, 9, 10, 99, 100, u128::from(u64::MAX), u128::MAX] {
+            let mut out = Vec::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+            assert_eq!(decimal_len(n), out.len());
+        }
+        assert_eq!(id_len(12, 345), "id: 12.345\n".len());
+    }
 
     fn limits() -> Limits {
         Limits {
