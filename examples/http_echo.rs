@@ -59,6 +59,11 @@ fn jwt_auth(addr: &str, secret: &[u8]) -> barrel_mcp::Result<AuthConfig> {
     ))
 }
 
+/// The allocator barrel-mcp's binaries ship with (docs/ARCHITECTURE.md, "The binaries'
+/// allocator"): the benchmark measures what the CLI runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> barrel_mcp::Result<()> {
     let addr = std::env::args()

@@ -18,6 +18,11 @@ struct EchoArgs {
     message: String,
 }
 
+/// The allocator barrel-mcp's binaries ship with (docs/ARCHITECTURE.md, "The binaries'
+/// allocator"): the benchmark measures what the CLI runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> barrel_mcp::Result<()> {
     // The benchmark writes 10,000 calls at once: room for all of them in flight (the default,

@@ -100,6 +100,11 @@ enum Command {
     Login(login_commands::LoginCommand),
 }
 
+/// The CLI's allocator (docs/ARCHITECTURE.md, "The binaries' allocator"); the benchmark's
+/// examples use the same one.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
