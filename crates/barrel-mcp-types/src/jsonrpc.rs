@@ -8,10 +8,14 @@
 
 use std::fmt;
 
+mod frame;
+
+pub use frame::{Frame, FrameError};
+
 use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The `jsonrpc` member every message carries.
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -355,134 +359,14 @@ impl DecodeError {
 
 /// Decodes one frame of text into a message, or into the error response the spec asks for.
 pub fn decode(text: &str) -> Result<Message, DecodeError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        DecodeError::new(None, ErrorObject::parse_error(format!("parse error: {e}")))
-    })?;
-    decode_value(value)
+    Frame::read(text.as_bytes())?.decode()
 }
 
 /// Decodes an already parsed JSON value into a message.
 pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
-    let mut object = match value {
-        Value::Object(object) => object,
-        Value::Array(_) => {
-            return Err(DecodeError::new(
-                None,
-                ErrorObject::invalid_request("batch requests are not supported"),
-            ));
-        }
-        _ => {
-            return Err(DecodeError::new(
-                None,
-                ErrorObject::invalid_request("a message must be a JSON object"),
-            ));
-        }
-    };
-    let is_response = !object.contains_key("method");
-    let raw_id = object.remove("id");
-    let id = match &raw_id {
-        None => None,
-        // An error response about an unreadable request carries a null id.
-        Some(Value::Null) if is_response => None,
-        Some(v) => match RequestId::from_value(v) {
-            Some(id) => Some(id),
-            None => {
-                let mut e = DecodeError::new(
-                    None,
-                    ErrorObject::invalid_request("id must be a string or an integer"),
-                );
-                e.no_reply = is_response;
-                return Err(e);
-            }
-        },
-    };
-    let invalid = |id: &Option<RequestId>, message: &str| {
-        DecodeError::new(id.clone(), ErrorObject::invalid_request(message))
-    };
-    if object.get("jsonrpc").and_then(Value::as_str) != Some(JSONRPC_VERSION) {
-        let mut e = invalid(&id, "jsonrpc must be \"2.0\"");
-        // Never answer a frame shaped like a notification (a string method, no id) or a response.
-        e.no_reply = match object.get("method") {
-            Some(Value::String(_)) => id.is_none(),
-            Some(_) => false,
-            None => true,
-        };
-        return Err(e);
+    match value {
+        Value::Object(object) => Frame::from_object(object).decode(),
+        Value::Array(_) => Err(FrameError::Batch.into()),
+        _ => Err(FrameError::NotObject.into()),
     }
-    match object.remove("method") {
-        Some(Value::String(method)) => {
-            // Params that are not an object are the method's problem, not the envelope's:
-            // invalid params (-32602), like params that do not fit the method.
-            let params = take_params(&mut object).map_err(|m| {
-                let mut e = DecodeError::new(id.clone(), ErrorObject::invalid_params(m));
-                e.no_reply = id.is_none();
-                e
-            })?;
-            Ok(match id {
-                Some(id) => Message::Request(Request { id, method, params }),
-                None => Message::Notification(Notification { method, params }),
-            })
-        }
-        Some(_) => Err(invalid(&id, "method must be a string")),
-        None => decode_response(id, object),
-    }
-}
-
-fn take_params(object: &mut Map<String, Value>) -> Result<Option<Value>, &'static str> {
-    match object.remove("params") {
-        None | Some(Value::Null) => Ok(None),
-        Some(p @ Value::Object(_)) => Ok(Some(p)),
-        Some(Value::Array(_)) => {
-            Err("invalid params: params must be an object (MCP uses named params)")
-        }
-        Some(_) => Err("invalid params: params must be an object"),
-    }
-}
-
-fn decode_response(
-    id: Option<RequestId>,
-    object: Map<String, Value>,
-) -> Result<Message, DecodeError> {
-    decode_response_inner(id, object).map_err(|mut e| {
-        e.no_reply = true;
-        e
-    })
-}
-
-fn decode_response_inner(
-    id: Option<RequestId>,
-    mut object: Map<String, Value>,
-) -> Result<Message, DecodeError> {
-    let result = object.remove("result");
-    let error = object.remove("error");
-    let outcome = match (result, error) {
-        (Some(result), None) => {
-            let Some(id) = id else {
-                return Err(DecodeError::new(
-                    None,
-                    ErrorObject::invalid_request("a result needs an id"),
-                ));
-            };
-            return Ok(Message::Response(Response::result(id, result)));
-        }
-        (None, Some(error)) => serde_json::from_value::<ErrorObject>(error).map_err(|e| {
-            DecodeError::new(
-                id.clone(),
-                ErrorObject::invalid_request(format!("malformed error object: {e}")),
-            )
-        })?,
-        (Some(_), Some(_)) => {
-            return Err(DecodeError::new(
-                id,
-                ErrorObject::invalid_request("a response has result or error, not both"),
-            ));
-        }
-        (None, None) => {
-            return Err(DecodeError::new(
-                id,
-                ErrorObject::invalid_request("a message needs a method, a result or an error"),
-            ));
-        }
-    };
-    Ok(Message::Response(Response::error(id, outcome)))
 }

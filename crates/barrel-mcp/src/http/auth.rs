@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::Response;
+use barrel_mcp_types::jsonrpc::Frame;
 use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::State;
 use crate::auth::server::{AuthConfig, Rejection};
@@ -103,17 +104,14 @@ fn refusal(auth: &AuthConfig, rejection: &Rejection) -> Response {
 pub(crate) fn authorize(
     auth: &AuthConfig,
     parts: &http::request::Parts,
-    body: &Value,
+    body: &Frame,
 ) -> Result<(), Response> {
     let policy = auth.scope_policy();
     if policy.is_empty() {
         return Ok(());
     }
     // Responses and notifications carry no operation.
-    let (Some(method), true) = (
-        body.get("method").and_then(Value::as_str),
-        body.get("id").is_some(),
-    ) else {
+    let (Some(method), true) = (body.method(), body.get("id").is_some()) else {
         return Ok(());
     };
     let caller = parts.extensions.get::<Arc<AuthInfo>>();

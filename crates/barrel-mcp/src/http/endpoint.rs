@@ -18,7 +18,6 @@ use axum::body::Body;
 use axum::response::Response;
 use barrel_mcp_types::{ErrorObject, ProtocolVersion};
 use http::{Method, StatusCode};
-use serde_json::Value;
 
 use super::reply::{self, Accepts};
 use super::{State, guard, sessionful, sessionless, stateless};
@@ -85,30 +84,30 @@ async fn post(
         );
     }
     let config = &state.config;
-    let read = reply::read_json(
+    let read = reply::read_frame(
         &parts.headers,
         body,
         config.max_body_size,
         config.body_timeout,
     );
-    let value = match read.await {
-        Ok(value) => value,
+    let frame = match read.await {
+        Ok(frame) => frame,
         Err(response) => return response,
     };
     #[cfg(feature = "auth")]
     if let Some(auth) = &state.config.auth
-        && let Err(response) = super::auth::authorize(auth, &parts, &value)
+        && let Err(response) = super::auth::authorize(auth, &parts, &frame)
     {
         return response;
     }
     // Who sent the body travels with it to the handler (`Ctx::auth`, `Ctx::http_request`).
     let head = Arc::new(parts);
     let caller = Some(Arc::new(Caller::http(Arc::clone(&head))));
-    if stateless::claims_version(&value) {
-        return stateless::post(state, &head.headers, caller, accepts, value).await;
+    if stateless::claims_version(&frame) {
+        return stateless::post(state, &head.headers, caller, accepts, frame).await;
     }
     if stateless_header {
-        let is_initialize = value.get("method").and_then(Value::as_str) == Some("initialize");
+        let is_initialize = frame.method() == Some("initialize");
         let error = if is_initialize {
             reply::rpc_error(
                 -32020,
@@ -119,13 +118,13 @@ async fn post(
                 "invalid params: missing _meta envelope keys (io.modelcontextprotocol/protocolVersion)",
             )
         };
-        let id = value
+        let id = frame
             .get("id")
             .and_then(barrel_mcp_types::RequestId::from_value);
         return reply::error(StatusCode::BAD_REQUEST, id, error);
     }
     if state.config.sessionless {
-        return sessionless::post(state, &head, caller, accepts, value).await;
+        return sessionless::post(state, &head, caller, accepts, frame).await;
     }
-    sessionful::post(state, &head, caller, accepts, value).await
+    sessionful::post(state, &head, caller, accepts, frame).await
 }

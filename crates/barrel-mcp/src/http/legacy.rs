@@ -150,23 +150,23 @@ async fn post(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Re
         (Err(response), _) => return response,
     };
     let config = &state.config;
-    let read = reply::read_json(
+    let read = reply::read_frame(
         &parts.headers,
         body,
         config.max_body_size,
         config.body_timeout,
     );
-    let value = match read.await {
-        Ok(value) => value,
+    let frame = match read.await {
+        Ok(frame) => frame,
         Err(response) => return response,
     };
     #[cfg(feature = "auth")]
     if let Some(auth) = &state.config.auth
-        && let Err(response) = super::auth::authorize(auth, &parts, &value)
+        && let Err(response) = super::auth::authorize(auth, &parts, &frame)
     {
         return response;
     }
-    let message: Message = match barrel_mcp_types::jsonrpc::decode_value(value) {
+    let message: Message = match frame.decode() {
         Ok(message) => message,
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
+use barrel_mcp_types::jsonrpc::{DecodeError, Frame};
 use barrel_mcp_types::{ErrorCode, ErrorObject, Message, RequestId};
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -143,30 +144,20 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
     }
 }
 
-/// Reads the body as one JSON message: the limits of [`read_body`], then -32700 (400) for text
-/// that is not JSON and -32600 (400) for a batch.
-pub(crate) async fn read_json(
+/// Reads the body as one JSON-RPC frame: the limits of [`read_body`], then -32700 (400) for
+/// text that is not JSON and -32600 (400) for a batch or JSON that is not an object. What the
+/// frame's members say is checked once, by [`Frame::decode`].
+pub(crate) async fn read_frame(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
     timeout: Duration,
-) -> Result<serde_json::Value, Response> {
+) -> Result<Frame, Response> {
     let bytes = read_body(headers, body, limit, timeout).await?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-        error(
-            StatusCode::BAD_REQUEST,
-            None,
-            ErrorObject::parse_error(format!("parse error: {e}")),
-        )
-    })?;
-    if value.is_array() {
-        return Err(error(
-            StatusCode::BAD_REQUEST,
-            None,
-            ErrorObject::invalid_request("batch requests are not supported"),
-        ));
-    }
-    Ok(value)
+    Frame::read(&bytes).map_err(|e| {
+        let e = DecodeError::from(e);
+        error(StatusCode::BAD_REQUEST, e.id, e.error)
+    })
 }
 
 /// Reads the whole body, refusing more than `limit` bytes (413, checked against

@@ -15,11 +15,11 @@
 use std::sync::Arc;
 
 use axum::response::Response;
+use barrel_mcp_types::jsonrpc::Frame;
 use barrel_mcp_types::{ErrorObject, Message, ProtocolVersion};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{HeaderMap, StatusCode};
-use serde_json::Value;
 
 use super::durable::Touch;
 use super::follow::{self, Followed};
@@ -37,9 +37,9 @@ pub(crate) async fn post(
     parts: &http::request::Parts,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
-    body: Value,
+    body: Frame,
 ) -> Response {
-    let message = match barrel_mcp_types::jsonrpc::decode_value(body) {
+    let message = match body.decode() {
         Ok(message) => message,
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use axum::response::Response;
+use barrel_mcp_types::jsonrpc::Frame;
 use barrel_mcp_types::{Message, ProtocolVersion};
 use http::StatusCode;
-use serde_json::Value;
 
 use super::State;
 use super::reply::{self, Accepts};
@@ -26,13 +26,13 @@ pub(crate) async fn post(
     parts: &http::request::Parts,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
-    body: Value,
+    body: Frame,
 ) -> Response {
     let header = match sessionful::check_version(&parts.headers) {
         Ok(header) => header,
         Err(response) => return response,
     };
-    let request = match barrel_mcp_types::jsonrpc::decode_value(body) {
+    let request = match body.decode() {
         Ok(Message::Request(request)) => request,
         Ok(_) => return reply::empty(StatusCode::ACCEPTED),
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
