@@ -8,9 +8,9 @@
 
 use std::fmt;
 
-mod frame;
+mod members;
 
-pub use frame::{Frame, FrameError};
+pub use members::{Members, MembersError};
 
 use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
@@ -359,14 +359,14 @@ impl DecodeError {
 
 /// Decodes one frame of text into a message, or into the error response the spec asks for.
 pub fn decode(text: &str) -> Result<Message, DecodeError> {
-    Frame::read(text.as_bytes())?.decode()
+    Members::read(text.as_bytes())?.decode()
 }
 
 /// Decodes an already parsed JSON value into a message.
 pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
     match value {
-        Value::Object(object) => Frame::from_object(object).decode(),
-        Value::Array(_) => Err(FrameError::Batch.into()),
-        _ => Err(FrameError::NotObject.into()),
+        Value::Object(object) => Members::from_object(object).decode(),
+        Value::Array(_) => Err(MembersError::Batch.into()),
+        _ => Err(MembersError::NotObject.into()),
     }
 }

@@ -318,9 +318,11 @@ impl Server {
         let peer = inlet.peer().clone();
         // Pinned on the heap, not inside `served`, where it would be held twice (captured, and
         // where it is polled) for the session's whole life.
-        let mut run = Box::pin(run);
+        let run = Box::pin(run);
         let served = async move {
             let _close = CloseOnDrop(peer.clone());
+            // Declared after `_close`, so a future dropped mid-way drops `run` first.
+            let mut run = run;
             tokio::select! {
                 () = &mut run => {}
                 () = stop.cancelled() => {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::Response;
-use barrel_mcp_types::jsonrpc::Frame;
+use barrel_mcp_types::jsonrpc::Members;
 use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 use serde_json::json;
@@ -104,7 +104,7 @@ fn refusal(auth: &AuthConfig, rejection: &Rejection) -> Response {
 pub(crate) fn authorize(
     auth: &AuthConfig,
     parts: &http::request::Parts,
-    body: &Frame,
+    body: &Members,
 ) -> Result<(), Response> {
     let policy = auth.scope_policy();
     if policy.is_empty() {

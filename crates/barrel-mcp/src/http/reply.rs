@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
-use barrel_mcp_types::jsonrpc::{DecodeError, Frame};
+use barrel_mcp_types::jsonrpc::{DecodeError, Members};
 use barrel_mcp_types::{ErrorCode, ErrorObject, Message, RequestId};
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
@@ -146,15 +146,15 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
 
 /// Reads the body as one JSON-RPC frame: the limits of [`read_body`], then -32700 (400) for
 /// text that is not JSON and -32600 (400) for a batch or JSON that is not an object. What the
-/// frame's members say is checked once, by [`Frame::decode`].
+/// frame's members say is checked once, by [`Members::decode`].
 pub(crate) async fn read_frame(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
     timeout: Duration,
-) -> Result<Frame, Response> {
+) -> Result<Members, Response> {
     let bytes = read_body(headers, body, limit, timeout).await?;
-    Frame::read(&bytes).map_err(|e| {
+    Members::read(&bytes).map_err(|e| {
         let e = DecodeError::from(e);
         error(StatusCode::BAD_REQUEST, e.id, e.error)
     })

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use axum::response::Response;
-use barrel_mcp_types::jsonrpc::Frame;
+use barrel_mcp_types::jsonrpc::Members;
 use barrel_mcp_types::{ErrorObject, Message, ProtocolVersion};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -37,7 +37,7 @@ pub(crate) async fn post(
     parts: &http::request::Parts,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
-    body: Frame,
+    body: Members,
 ) -> Response {
     let message = match body.decode() {
         Ok(message) => message,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::response::Response;
-use barrel_mcp_types::jsonrpc::Frame;
+use barrel_mcp_types::jsonrpc::Members;
 use barrel_mcp_types::{Message, ProtocolVersion};
 use http::StatusCode;
 
@@ -26,7 +26,7 @@ pub(crate) async fn post(
     parts: &http::request::Parts,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
-    body: Frame,
+    body: Members,
 ) -> Response {
     let header = match sessionful::check_version(&parts.headers) {
         Ok(header) => header,

@@ -255,7 +255,7 @@ impl Sessions {
         let (idle, init) = (config.session_idle_timeout, config.init_timeout);
         // Pinned on the heap: pinned inside the task, the connection's future would be held
         // twice for the session's whole life (once as captured, once where it is polled).
-        let mut serve = Box::pin(serve);
+        let serve = Box::pin(serve);
         let task = async move {
             // However the task ends (a panic in the connection included), the session's
             // streams end and its slot is given back.
@@ -263,6 +263,8 @@ impl Sessions {
                 sessions,
                 session: Arc::clone(&session),
             };
+            // Declared after `_forget`, so a task dropped mid-way drops the connection first.
+            let mut serve = serve;
             let end = tokio::select! {
                 () = &mut serve => None,
                 end = watchdog(&session, idle, init) => {

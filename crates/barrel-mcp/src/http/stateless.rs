@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::response::Response;
-use barrel_mcp_types::jsonrpc::Frame;
+use barrel_mcp_types::jsonrpc::Members;
 use barrel_mcp_types::meta::PROTOCOL_VERSION_KEY;
 use barrel_mcp_types::{ErrorCode, ErrorObject, Message, ProtocolVersion, Request};
 use base64::Engine;
@@ -32,7 +32,7 @@ use crate::transport::Caller;
 
 /// True when the body claims a revision in `params._meta` (the 2026-07-28 envelope): the one
 /// place the era of an HTTP POST is decided.
-pub(crate) fn claims_version(body: &Frame) -> bool {
+pub(crate) fn claims_version(body: &Members) -> bool {
     server::claims_version(body.get("params"))
 }
 
@@ -50,7 +50,7 @@ pub(crate) async fn post(
     headers: &HeaderMap,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
-    body: Frame,
+    body: Members,
 ) -> Response {
     let scope = match check(headers, &body)
         .and_then(|scope| check_params(&state.server, headers, &body).map(|()| scope))
@@ -67,14 +67,14 @@ pub(crate) async fn post(
     serve(state, accepts, request, caller, Era::Stateless(scope)).await
 }
 
-fn request_id(body: &Frame) -> Option<barrel_mcp_types::RequestId> {
+fn request_id(body: &Members) -> Option<barrel_mcp_types::RequestId> {
     body.get("id")
         .and_then(barrel_mcp_types::RequestId::from_value)
 }
 
 /// The envelope, read once, and the headers compared with it, in the order of the spec's
 /// ingress rules; the scope the request is served in.
-fn check(headers: &HeaderMap, body: &Frame) -> Result<Scope, ErrorObject> {
+fn check(headers: &HeaderMap, body: &Members) -> Result<Scope, ErrorObject> {
     let meta = server::request_meta(body.get("params"))
         .ok_or_else(|| invalid_meta(PROTOCOL_VERSION_KEY, "must be a string"))?;
     let envelope = Envelope::read(meta)?;
@@ -119,7 +119,7 @@ fn check(headers: &HeaderMap, body: &Frame) -> Result<Scope, ErrorObject> {
 /// `Mcp-Param-{Name}` headers of a `tools/call`: each argument the tool annotates with
 /// `x-mcp-header` that has a value in the body must come with its header, equal to the value once
 /// decoded (integers compared as numbers, booleans as `true`/`false`).
-fn check_params(server: &Server, headers: &HeaderMap, body: &Frame) -> Result<(), ErrorObject> {
+fn check_params(server: &Server, headers: &HeaderMap, body: &Members) -> Result<(), ErrorObject> {
     if body.get("method").and_then(Value::as_str) != Some("tools/call") {
         return Ok(());
     }

@@ -1,13 +1,17 @@
-//! One frame as read off the wire: the envelope's members by name, before any is checked, and
-//! their decoding into a [`Message`] or into the error the spec asks for.
+//! One message's members as read off the wire, before any is checked, and their decoding
+//! into a [`Message`] or into the error the spec asks for.
 //!
-//! A frame that is a JSON object is read straight into its six members: no map is built and no
-//! member name allocated, and members the envelope does not know are skipped. Anything else
-//! (text that is not JSON, an array, a scalar, an object naming a member twice) is read as a
-//! [`Value`] first, so its error, and which of two repeated members counts (the last), are a
-//! plain JSON parse's.
+//! A JSON object is read straight into the six members the envelope knows: no map is built
+//! and no member name allocated. Any other member is still read whole (and dropped), so text a
+//! plain JSON parse refuses (a string that is not UTF-8, nesting past serde_json's limit) is
+//! refused here too, and a member named twice counts once, the last time, as in a parsed
+//! object. Anything that is not an object, or not JSON, is parsed as a [`Value`] to tell which
+//! (and to give a plain parse's error).
 
-use serde::{Deserialize, Deserializer};
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::{
@@ -15,31 +19,89 @@ use super::{
 };
 
 /// The members of one JSON-RPC message as sent: `None` when absent, `Some(Value::Null)` when
-/// `null`. Built by [`Frame::read`] or [`Frame::from_object`]; [`Frame::decode`] checks it.
-#[derive(Debug, Default, Deserialize)]
-pub struct Frame {
-    #[serde(default, deserialize_with = "present")]
+/// `null`. Built by [`Members::read`] or [`Members::from_object`]; [`Members::decode`] checks
+/// them.
+#[derive(Debug, Default)]
+pub struct Members {
     jsonrpc: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     method: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     params: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
     error: Option<Value>,
 }
 
-/// A member that is there, `null` included (serde's `Option` would read `null` as absent).
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
+/// The name of a member.
+enum Name {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
 }
 
-/// Why bytes are not one frame.
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl Visitor<'_> for NameVisitor {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Name, E> {
+                Ok(match name {
+                    "jsonrpc" => Name::Jsonrpc,
+                    "id" => Name::Id,
+                    "method" => Name::Method,
+                    "params" => Name::Params,
+                    "result" => Name::Result,
+                    "error" => Name::Error,
+                    _ => Name::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(NameVisitor)
+    }
+}
+
+/// [`Members`] read from a JSON object only (never from an array, by position).
+struct FromObject(Members);
+
+impl<'de> Deserialize<'de> for FromObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = FromObject;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON-RPC message object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FromObject, A::Error> {
+                let mut members = Members::default();
+                while let Some(name) = map.next_key::<Name>()? {
+                    let value = map.next_value::<Value>()?;
+                    let slot = match name {
+                        Name::Jsonrpc => &mut members.jsonrpc,
+                        Name::Id => &mut members.id,
+                        Name::Method => &mut members.method,
+                        Name::Params => &mut members.params,
+                        Name::Result => &mut members.result,
+                        Name::Error => &mut members.error,
+                        Name::Other => continue,
+                    };
+                    *slot = Some(value);
+                }
+                Ok(FromObject(members))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+/// Why bytes are not one message's members.
 #[derive(Debug)]
-pub enum FrameError {
+pub enum MembersError {
     /// Not JSON: -32700.
     Json(serde_json::Error),
     /// A JSON array, a batch, which MCP does not use: -32600.
@@ -48,12 +110,12 @@ pub enum FrameError {
     NotObject,
 }
 
-impl From<FrameError> for DecodeError {
-    fn from(error: FrameError) -> Self {
+impl From<MembersError> for DecodeError {
+    fn from(error: MembersError) -> Self {
         let error = match error {
-            FrameError::Json(e) => ErrorObject::parse_error(format!("parse error: {e}")),
-            FrameError::Batch => ErrorObject::invalid_request("batch requests are not supported"),
-            FrameError::NotObject => {
+            MembersError::Json(e) => ErrorObject::parse_error(format!("parse error: {e}")),
+            MembersError::Batch => ErrorObject::invalid_request("batch requests are not supported"),
+            MembersError::NotObject => {
                 ErrorObject::invalid_request("a message must be a JSON object")
             }
         };
@@ -61,24 +123,21 @@ impl From<FrameError> for DecodeError {
     }
 }
 
-impl Frame {
+impl Members {
     /// Reads one frame of bytes.
-    pub fn read(bytes: &[u8]) -> Result<Self, FrameError> {
-        // Only an object takes the direct path: serde would also read an array into the
-        // members, by position.
-        let object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-        if object && let Ok(frame) = serde_json::from_slice::<Self>(bytes) {
-            return Ok(frame);
+    pub fn read(bytes: &[u8]) -> Result<Self, MembersError> {
+        if let Ok(FromObject(members)) = serde_json::from_slice(bytes) {
+            return Ok(members);
         }
         match serde_json::from_slice::<Value>(bytes) {
             Ok(Value::Object(object)) => Ok(Self::from_object(object)),
-            Ok(Value::Array(_)) => Err(FrameError::Batch),
-            Ok(_) => Err(FrameError::NotObject),
-            Err(e) => Err(FrameError::Json(e)),
+            Ok(Value::Array(_)) => Err(MembersError::Batch),
+            Ok(_) => Err(MembersError::NotObject),
+            Err(e) => Err(MembersError::Json(e)),
         }
     }
 
-    /// The frame of a JSON object already parsed.
+    /// The members of a JSON object already parsed.
     pub fn from_object(mut object: Map<String, Value>) -> Self {
         Self {
             jsonrpc: object.remove("jsonrpc"),
@@ -109,7 +168,7 @@ impl Frame {
         self.method.as_ref().and_then(Value::as_str)
     }
 
-    /// Checks the frame and makes it a message, or the error to answer with.
+    /// Checks the members and makes them a message, or the error to answer with.
     pub fn decode(self) -> Result<Message, DecodeError> {
         let Self {
             jsonrpc,
@@ -226,10 +285,19 @@ fn decode_response(
 mod tests {
     use super::*;
 
-    /// Every frame decodes the same read directly and through a parsed value.
+    /// The members of `text` read directly, and through a parsed object.
+    fn both(text: &str) -> (Members, Members) {
+        let FromObject(direct) = serde_json::from_str(text).expect("read directly");
+        let Value::Object(object) = serde_json::from_str(text).expect("JSON") else {
+            panic!("an object");
+        };
+        (direct, Members::from_object(object))
+    }
+
+    /// Every message decodes the same read directly and through a parsed object.
     #[test]
-    fn the_direct_read_agrees_with_the_parsed_value() {
-        let frames = [
+    fn the_direct_read_agrees_with_the_parsed_object() {
+        let texts = [
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#,
             r#" {"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             r#"{"jsonrpc":"2.0","id":"a","result":null}"#,
@@ -239,19 +307,15 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
             r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":null}"#,
             r#"{"jsonrpc":"2.0","id":1}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m","method":"n"}"#,
+            r#"{"jsonr\u0070c":"2.0","id":1,"method":"m"}"#,
         ];
-        for text in frames {
-            let direct = serde_json::from_str::<Frame>(text).expect("read directly");
-            let Value::Object(object) = serde_json::from_str(text).expect("JSON") else {
-                panic!("an object");
-            };
-            assert_eq!(
-                direct.decode(),
-                Frame::from_object(object).decode(),
-                "{text}"
-            );
+        for text in texts {
+            let (direct, parsed) = both(text);
+            assert_eq!(direct.decode(), parsed.decode(), "{text}");
         }
     }
 
@@ -259,21 +323,46 @@ mod tests {
     fn what_is_not_one_object_is_read_as_json_first() {
         // An array never fills the members by position.
         assert!(matches!(
-            Frame::read(br#"["2.0", 1, "tools/list"]"#),
-            Err(FrameError::Batch)
+            Members::read(br#"["2.0", 1, "tools/list"]"#),
+            Err(MembersError::Batch)
         ));
-        assert!(matches!(Frame::read(b"5"), Err(FrameError::NotObject)));
-        assert!(matches!(Frame::read(b"{"), Err(FrameError::Json(_))));
-        assert!(matches!(Frame::read(b"{} x"), Err(FrameError::Json(_))));
+        assert!(matches!(Members::read(b"5"), Err(MembersError::NotObject)));
+        assert!(matches!(Members::read(b"{"), Err(MembersError::Json(_))));
+        assert!(matches!(Members::read(b"{} x"), Err(MembersError::Json(_))));
         // A repeated member: the last one counts, as in a parsed object.
-        let frame =
-            Frame::read(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#).expect("a frame");
-        assert_eq!(frame.get("id"), Some(&Value::from(2)));
-        assert_eq!(frame.method(), Some("m"));
-        assert_eq!(frame.get("other"), None);
+        let members =
+            Members::read(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#).expect("members");
+        assert_eq!(members.get("id"), Some(&Value::from(2)));
+        assert_eq!(members.method(), Some("m"));
+        assert_eq!(members.get("other"), None);
         // `null` is kept apart from absent.
-        let frame = Frame::read(br#"{"id":null}"#).expect("a frame");
-        assert_eq!(frame.get("id"), Some(&Value::Null));
-        assert_eq!(frame.get("params"), None);
+        let members = Members::read(br#"{"id":null}"#).expect("members");
+        assert_eq!(members.get("id"), Some(&Value::Null));
+        assert_eq!(members.get("params"), None);
+    }
+
+    /// A member the envelope does not know is read whole: what a parse refuses is refused.
+    #[test]
+    fn unknown_members_are_held_to_what_a_parse_accepts() {
+        let mut not_utf8 = br#"{"jsonrpc":"2.0","id":1,"method":"m","x":""#.to_vec();
+        not_utf8.extend_from_slice(b"\xff\"}");
+        assert!(matches!(
+            Members::read(&not_utf8),
+            Err(MembersError::Json(_))
+        ));
+        let lone_surrogate = br#"{"jsonrpc":"2.0","id":1,"method":"m","x":"\uD800"}"#;
+        assert!(matches!(
+            Members::read(lone_surrogate),
+            Err(MembersError::Json(_))
+        ));
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","x":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(matches!(
+            Members::read(deep.as_bytes()),
+            Err(MembersError::Json(_))
+        ));
     }
 }
