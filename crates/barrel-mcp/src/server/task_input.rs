@@ -23,7 +23,7 @@
 //! but does not drop it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use barrel_mcp_types::{ErrorObject, InputRequest, TaskStatus};
@@ -401,12 +401,11 @@ pub(crate) async fn deliver(
     // of `here` it took out of the record, whose answers are handed over here, and the keys
     // whose answers it left in the record for the runner.
     let taken_here = Mutex::new(HashSet::new());
-    let left = Mutex::new(false);
+    let left = AtomicBool::new(false);
     let answered = |t: &mut TaskRecord| {
         let mut taken = taken_here.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut stored = left.lock().unwrap_or_else(PoisonError::into_inner);
         taken.clear();
-        *stored = false;
+        left.store(false, Ordering::Relaxed);
         for (key, answer) in &responses {
             if t.input_requests.remove(key).is_none() {
                 continue;
@@ -415,7 +414,7 @@ pub(crate) async fn deliver(
                 taken.insert(key.clone());
             } else {
                 t.input_answers.insert(key.clone(), answer.clone());
-                *stored = true;
+                left.store(true, Ordering::Relaxed);
             }
         }
         if t.input_requests.is_empty() && t.status == TaskStatus::InputRequired {
@@ -431,7 +430,7 @@ pub(crate) async fn deliver(
     let taken_here = taken_here
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
-    let left = left.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let left = left.into_inner();
     if taken_here.is_empty() && !left {
         // Nothing the task asks (no key, or none it waits on): nothing changed.
         return Ok(());
