@@ -83,7 +83,15 @@ def panel(ax, servers, values, title):
             xytext=(0, 2),
             textcoords="offset points",
         )
-    ax.set_xticks(list(xs), servers, fontsize=8)
+    # More than four names side by side overlap: slanted, they fit.
+    crowded = len(servers) > 4
+    ax.set_xticks(
+        list(xs),
+        servers,
+        fontsize=8,
+        rotation=20 if crowded else 0,
+        ha="right" if crowded else "center",
+    )
     ax.set_title(title, fontsize=9)
     ax.tick_params(axis="y", labelsize=7)
     ax.margins(y=0.18)
