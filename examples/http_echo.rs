@@ -59,8 +59,8 @@ fn jwt_auth(addr: &str, secret: &[u8]) -> barrel_mcp::Result<AuthConfig> {
     ))
 }
 
-/// The allocator barrel-mcp's binaries ship with (docs/ARCHITECTURE.md, "The binaries'
-/// allocator"): the benchmark measures what the CLI runs.
+/// The allocator of barrel-mcp's long-running servers (docs/ARCHITECTURE.md, "The binaries'
+/// allocator"): the benchmark measures what `barrel-mcp serve` runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -5,6 +5,10 @@
 //! JSON-RPC (`initialize`, `notifications/initialized`, then `tools/call` of `echo`), or point an
 //! MCP client at that command. `bench/run` uses its release build for the stdio and cold-start
 //! cases of the load benchmark, facing `rmcp-echo --stdio`.
+//!
+//! It keeps the system allocator, as a stdio server a host starts per client should: mimalloc
+//! (which `http_echo` and the CLI link) costs its threads about 130 page faults more at
+//! start-up (docs/ARCHITECTURE.md, "The binaries' allocator").
 
 use barrel_mcp::peer::PeerConfig;
 use barrel_mcp::server::{Ctx, Server, ServerConfig};
@@ -17,11 +21,6 @@ struct EchoArgs {
     /// What to send back.
     message: String,
 }
-
-/// The allocator barrel-mcp's binaries ship with (docs/ARCHITECTURE.md, "The binaries'
-/// allocator"): the benchmark measures what the CLI runs.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> barrel_mcp::Result<()> {

@@ -101,7 +101,7 @@ enum Command {
 }
 
 /// The CLI's allocator (docs/ARCHITECTURE.md, "The binaries' allocator"); the benchmark's
-/// examples use the same one.
+/// `http_echo` uses the same one.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
