@@ -364,9 +364,5 @@ pub fn decode(text: &str) -> Result<Message, DecodeError> {
 
 /// Decodes an already parsed JSON value into a message.
 pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
-    match value {
-        Value::Object(object) => Members::from_object(object).decode(),
-        Value::Array(_) => Err(MembersError::Batch.into()),
-        _ => Err(MembersError::NotObject.into()),
-    }
+    Members::from_value(value)?.decode()
 }

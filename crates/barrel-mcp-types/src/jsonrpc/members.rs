@@ -129,11 +129,17 @@ impl Members {
         if let Ok(FromObject(members)) = serde_json::from_slice(bytes) {
             return Ok(members);
         }
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(Value::Object(object)) => Ok(Self::from_object(object)),
-            Ok(Value::Array(_)) => Err(MembersError::Batch),
-            Ok(_) => Err(MembersError::NotObject),
-            Err(e) => Err(MembersError::Json(e)),
+        serde_json::from_slice::<Value>(bytes)
+            .map_err(MembersError::Json)
+            .and_then(Self::from_value)
+    }
+
+    /// The members of a parsed JSON value, when it is an object.
+    pub fn from_value(value: Value) -> Result<Self, MembersError> {
+        match value {
+            Value::Object(object) => Ok(Self::from_object(object)),
+            Value::Array(_) => Err(MembersError::Batch),
+            _ => Err(MembersError::NotObject),
         }
     }
 
