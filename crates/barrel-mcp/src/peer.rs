@@ -46,6 +46,7 @@ use crate::Error;
 use crate::transport::Transport;
 
 mod connection;
+pub(crate) mod first_poll;
 mod handlers;
 mod inbound;
 #[cfg(feature = "http-server")]
@@ -56,6 +57,8 @@ mod outbound;
 mod shared;
 mod unwind;
 
+#[cfg(feature = "http-server")]
+pub(crate) use first_poll::Start;
 #[cfg(feature = "http-server")]
 pub(crate) use inlet::{DirectWriter, Inlet, open};
 #[cfg(feature = "http-server")]

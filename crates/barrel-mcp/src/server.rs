@@ -70,6 +70,8 @@ pub use handler::{
 use registry::Registry;
 use request_state::RequestStateCodec;
 #[cfg(feature = "http-server")]
+pub(crate) use session::hex_id;
+#[cfg(feature = "http-server")]
 pub(crate) use session::{negotiate, read_initialize, serve_sessionless};
 pub use session_handle::SessionHandle;
 #[cfg(feature = "http-server")]

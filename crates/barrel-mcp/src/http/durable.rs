@@ -392,12 +392,7 @@ impl HttpSession {
 /// The server's name for a shared session (`Ctx::session_id`, `Server::session`): the same on
 /// every node, and not the `Mcp-Session-Id` itself (32 hex digits of its SHA-256).
 pub(crate) fn server_name(id: &str) -> String {
-    let digest = Sha256::digest(id.as_bytes());
-    let mut name = String::with_capacity(32);
-    for byte in &digest[..16] {
-        name.push_str(&format!("{byte:02x}"));
-    }
-    name
+    crate::server::hex_id(&Sha256::digest(id.as_bytes())[..16])
 }
 
 #[cfg(test)]

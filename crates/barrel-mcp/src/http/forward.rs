@@ -30,6 +30,7 @@ use super::session::HttpSession;
 use super::sessionful::not_found;
 use super::sessions::Sessions;
 use super::shared::{News, SharedSessions};
+use crate::peer::Start;
 use crate::store::{Inbox, NodeTag, Topic};
 use crate::transport::Caller;
 
@@ -145,7 +146,7 @@ pub(crate) async fn deliver(
 
 /// Hands the message to this node's copy: 202, or 404 when the session ended here.
 async fn here(session: &HttpSession, message: Message, caller: Option<Arc<Caller>>) -> Response {
-    match session.deliver(message, caller).await {
+    match session.deliver(message, caller, Start::HereFirst).await {
         Ok(()) => reply::empty(StatusCode::ACCEPTED),
         Err(_) => not_found(),
     }
@@ -201,7 +202,8 @@ pub(crate) async fn receive(sessions: &Sessions, session: &str, message: &str) {
     {
         return;
     }
-    if copy.deliver(message, None).await.is_err() {
+    // The inbox goes on to the next message: a request's handler never runs here.
+    if copy.deliver(message, None, Start::OwnTask).await.is_err() {
         tracing::debug!("a message for a session that ended here; dropped");
     }
 }

@@ -30,7 +30,7 @@ use super::routing::{
 };
 use super::sse::{self, Attached, EventStream, Limits};
 use super::streams::Streams;
-use crate::peer::{DirectWriter, Inlet};
+use crate::peer::{DirectWriter, Inlet, Start};
 use crate::server::SessionEvents;
 use crate::store::SessionChange;
 use crate::transport::{Caller, Outgoing};
@@ -42,6 +42,9 @@ pub(crate) const GET_STREAM: u64 = 0;
 #[derive(Debug)]
 pub(crate) struct HttpSession {
     pub(crate) id: String,
+    /// `id` as the `Mcp-Session-Id` of every answer (built once; `None` for an id that is not
+    /// a header value, which the ids we mint always are).
+    pub(crate) id_header: Option<http::HeaderValue>,
     pub(crate) principal: Option<String>,
     /// What the session counts against: its principal's share, or an anonymous caller's
     /// address's share, of the sessions.
@@ -98,6 +101,7 @@ impl HttpSession {
         limits: Limits,
     ) -> Self {
         Self {
+            id_header: http::HeaderValue::from_str(&id).ok(),
             id,
             principal,
             quota,
@@ -238,7 +242,8 @@ impl HttpSession {
                 Reply::Json(rx)
             }
         };
-        if self.feed(Message::Request(request), caller).await.is_err() {
+        let fed = self.feed(Message::Request(request), caller, Start::HereFirst);
+        if fed.await.is_err() {
             self.routing().by_request.remove(&id);
             return Err(Refused::Ended);
         }
@@ -252,19 +257,26 @@ impl HttpSession {
     }
 
     /// Hands a notification or a response from `caller` to the session (on the legacy
-    /// transport, a request too: its answer rides the session's one stream).
+    /// transport, a request too: its answer rides the session's one stream, and its handler
+    /// starts where `start` says).
     pub(crate) async fn deliver(
         &self,
         message: Message,
         caller: Option<Arc<Caller>>,
+        start: Start,
     ) -> Result<(), Refused> {
-        self.feed(message, caller).await
+        self.feed(message, caller, start).await
     }
 
-    async fn feed(&self, message: Message, caller: Option<Arc<Caller>>) -> Result<(), Refused> {
+    async fn feed(
+        &self,
+        message: Message,
+        caller: Option<Arc<Caller>>,
+        start: Start,
+    ) -> Result<(), Refused> {
         let inlet = self.inlet().clone().ok_or(Refused::Ended)?;
         inlet
-            .deliver(Ok(message), caller)
+            .deliver(Ok(message), caller, start)
             .await
             .map_err(|_| Refused::Ended)
     }

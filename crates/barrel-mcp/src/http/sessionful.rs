@@ -106,8 +106,10 @@ pub(crate) async fn post(
         }
         other => super::forward::deliver(shared, &session, other, caller).await,
     };
-    if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(reply::SESSION_ID, value);
+    if let Some(value) = &session.id_header {
+        response
+            .headers_mut()
+            .insert(reply::SESSION_ID, value.clone());
     }
     response
 }
@@ -164,8 +166,10 @@ pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Res
         state.config.keep_alive,
         ending,
     ));
-    if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(reply::SESSION_ID, value);
+    if let Some(value) = &session.id_header {
+        response
+            .headers_mut()
+            .insert(reply::SESSION_ID, value.clone());
     }
     response
 }

@@ -124,7 +124,12 @@ impl Sessions {
         if self.tasks.is_closed() {
             return Err(CreateError::ShuttingDown);
         }
-        let id = new_session_id().ok_or(CreateError::NoRandomness)?;
+        // One draw from the OS for both names: the session id and the server's name for it.
+        let mut random = [0u8; SESSION_ID_BYTES + 16];
+        getrandom::fill(&mut random).map_err(|_| CreateError::NoRandomness)?;
+        let (id_bytes, name_bytes) = random.split_at(SESSION_ID_BYTES);
+        let id = session_id_of(id_bytes);
+        let name = crate::server::hex_id(name_bytes);
         let (quota, limit, full) = match (&principal, address) {
             (Some(principal), _) => (
                 Some(Quota::Principal(principal.clone())),
@@ -148,7 +153,8 @@ impl Sessions {
             limits(config),
         ));
         // Connected before it is listed, so a shutdown that lists it can end its input.
-        let (stop, serve) = connect(server, &session, SessionStart::Fresh(None), NodeTag::LOCAL);
+        let start = SessionStart::Fresh(Some(name));
+        let (stop, serve) = connect(server, &session, start, NodeTag::LOCAL);
         if let Err(error) = self.admit(&session, config, limit, full) {
             // Its connection holds it (through `events`): let go of both.
             session.finish_all();
@@ -388,11 +394,19 @@ fn connect(
     (stop, serve)
 }
 
+/// The random bytes of a session id.
+const SESSION_ID_BYTES: usize = 24;
+
 /// A session id: 192 bits from the OS random source, base64url (visible ASCII only).
 pub(crate) fn new_session_id() -> Option<String> {
-    let mut bytes = [0u8; 24];
+    let mut bytes = [0u8; SESSION_ID_BYTES];
     getrandom::fill(&mut bytes).ok()?;
-    Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    Some(session_id_of(&bytes))
+}
+
+/// The session id made of `random` bytes.
+fn session_id_of(random: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random)
 }
 
 /// Ends a session's streams and forgets it, when its task ends.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::first_poll::{Start, poll_here};
 use super::shared::{Shared, lock};
 
 #[derive(Default)]
@@ -28,6 +29,26 @@ struct Running {
 }
 
 impl Handlers {
+    /// Starts `work` where `start` says (see `first_poll.rs`): first polled on the calling
+    /// task, then on a task of the connection's if it waits; or on such a task from the start.
+    /// Dropped unpolled once the connection's handlers were stopped.
+    pub(super) async fn start(
+        shared: &Arc<Shared>,
+        start: Start,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) {
+        if start == Start::OwnTask {
+            return Self::spawn(shared, work);
+        }
+        if lock(&shared.handlers.running).stopped {
+            tracing::debug!("the connection has ended; a handler is dropped");
+            return;
+        }
+        if let Some(waiting) = poll_here(work).await {
+            Self::spawn(shared, waiting);
+        }
+    }
+
     /// Runs `work` on a task of the connection's; drops it when the connection's handlers
     /// were stopped already (its request was cancelled with the connection, so it would not
     /// be answered).
@@ -46,6 +67,12 @@ impl Handlers {
             owner.handlers.forget(key);
         });
         running.tasks.insert(key, task);
+    }
+
+    /// True when no handler task is running.
+    #[cfg(test)]
+    pub(super) fn is_idle(&self) -> bool {
+        lock(&self.running).tasks.is_empty()
     }
 
     fn forget(&self, key: u64) {

@@ -266,9 +266,14 @@ pub(crate) fn random_id() -> String {
     let mut bytes = [0u8; 16];
     // A failing OS random source leaves zeros; ids made here are not secrets.
     let _ = getrandom::fill(&mut bytes);
+    hex_id(&bytes)
+}
+
+/// `bytes` as lowercase hex: an identifier made of random bytes drawn elsewhere.
+pub(crate) fn hex_id(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(32);
-    for byte in bytes {
+    let mut id = String::with_capacity(bytes.len() * 2);
+    for &byte in bytes {
         id.push(char::from(HEX[usize::from(byte >> 4)]));
         id.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
