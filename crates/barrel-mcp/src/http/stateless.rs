@@ -243,9 +243,12 @@ pub(crate) async fn serve(
         },
     );
     // Polled here first: most requests are answered then, without a task (`first_poll.rs`).
+    // Counted by the tracker meanwhile, so a shutdown waits for that poll as for a task.
+    let polling = state.tasks.token();
     if let Some(waiting) = first_poll::poll_here(work).await {
         state.tasks.spawn(waiting);
     }
+    drop(polling);
     // Dropping this (the client went away, or the answer is complete) cancels the handler.
     let over = close.clone();
     let guard = close.drop_guard();

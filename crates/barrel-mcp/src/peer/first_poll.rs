@@ -2,13 +2,19 @@
 //!
 //! Most handlers answer without waiting (a lookup, a computation, an echo). Spawning them
 //! anyway costs a task, a wake of the runtime and, over HTTP, a timer and a second wake for
-//! the POST that waits for the answer. Where the carrying task waits for the answer anyway
-//! (an HTTP POST, see `inlet.rs` and `http/stateless.rs`), the work is polled there once,
-//! and only work that must wait moves to a task of its own: it is pinned on the heap before
-//! that first poll, so it can move after it. A read loop does not do this: its task reads
-//! the next message, which must not wait for a handler.
+//! the POST that waits for the answer. Where the carrying task has nothing else to do (an HTTP
+//! POST, see `inlet.rs` and `http/stateless.rs`: it waits for the answer, or on the legacy
+//! transport answers 202 once the message is taken), the work is polled there once, and only
+//! work that must wait moves to a task of its own: it is pinned on the heap before that first
+//! poll, so it can move after it. A read loop does not do this (nor a node's inbox): its task
+//! reads the next message, which must not wait for a handler.
+//!
+//! A panic in that first poll ends the work, not the carrying task: a handler's own panic is
+//! answered -32603 further in (`unwind.rs`), so one here comes from the code around it, and
+//! is logged.
 
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::Poll;
 
@@ -31,8 +37,23 @@ where
     F: Future<Output = ()>,
 {
     let mut work = Box::pin(work);
-    let finished = std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx).is_ready())).await;
-    (!finished).then_some(work)
+    let finished = std::future::poll_fn(|cx| {
+        Poll::Ready(catch_unwind(AssertUnwindSafe(|| {
+            work.as_mut().poll(cx).is_ready()
+        })))
+    })
+    .await;
+    match finished {
+        Ok(true) => None,
+        Ok(false) => Some(work),
+        Err(panic) => {
+            tracing::error!(
+                panic = super::unwind::panic_text(&*panic),
+                "a request's work panicked outside its handler"
+            );
+            None
+        }
+    }
 }
 
 #[cfg(test)]
@@ -48,6 +69,12 @@ mod tests {
         let left = poll_here(async move { flag.store(true, Ordering::SeqCst) }).await;
         assert!(left.is_none());
         assert!(done.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_the_first_poll_ends_the_work_not_the_task() {
+        let left = poll_here(async { panic!("outside the handler") }).await;
+        assert!(left.is_none());
     }
 
     #[tokio::test]

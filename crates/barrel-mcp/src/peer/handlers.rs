@@ -1,6 +1,7 @@
 //! The tasks running a connection's inbound request handlers. Each forgets itself when it ends,
 //! so an idle connection holds none; those still running when the connection ends get a grace
-//! period, and are then aborted.
+//! period, and are then aborted. A handler being polled on the task that handed its request in
+//! (`first_poll.rs`) counts as running too: the end waits for that poll, then for its task.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -24,6 +25,8 @@ pub(super) struct Handlers {
 struct Running {
     next: u64,
     tasks: HashMap<u64, JoinHandle<()>>,
+    /// Handlers in their first poll on the task that handed their request in.
+    polled_here: usize,
     /// Set once the connection's handlers were stopped: no task starts after that.
     stopped: bool,
 }
@@ -40,22 +43,41 @@ impl Handlers {
         if start == Start::OwnTask {
             return Self::spawn(shared, work);
         }
-        if lock(&shared.handlers.running).stopped {
-            tracing::debug!("the connection has ended; a handler is dropped");
-            return;
+        let handlers = &shared.handlers;
+        {
+            let mut running = lock(&handlers.running);
+            if running.stopped {
+                tracing::debug!("the connection has ended; a handler is dropped");
+                return;
+            }
+            running.polled_here += 1;
         }
-        if let Some(waiting) = poll_here(work).await {
-            Self::spawn(shared, waiting);
+        let waiting = poll_here(work).await;
+        let mut running = lock(&handlers.running);
+        running.polled_here -= 1;
+        if let Some(waiting) = waiting {
+            // Recorded under the same lock: `stop` sees either the poll or the task.
+            Self::spawn_locked(&mut running, shared, waiting);
         }
+        drop(running);
+        handlers.ended.notify_waiters();
     }
 
     /// Runs `work` on a task of the connection's; drops it when the connection's handlers
     /// were stopped already (its request was cancelled with the connection, so it would not
     /// be answered).
     pub(super) fn spawn(shared: &Arc<Shared>, work: impl Future<Output = ()> + Send + 'static) {
-        let owner = Arc::clone(shared);
         // Held while spawning, so the task cannot forget itself before it is recorded.
         let mut running = lock(&shared.handlers.running);
+        Self::spawn_locked(&mut running, shared, work);
+    }
+
+    fn spawn_locked(
+        running: &mut Running,
+        shared: &Arc<Shared>,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let owner = Arc::clone(shared);
         if running.stopped {
             tracing::debug!("the connection has ended; a handler that would wait is dropped");
             return;
@@ -69,10 +91,10 @@ impl Handlers {
         running.tasks.insert(key, task);
     }
 
-    /// True when no handler task is running.
-    #[cfg(test)]
+    /// True when no handler is running: none on a task, none in its first poll.
     pub(super) fn is_idle(&self) -> bool {
-        lock(&self.running).tasks.is_empty()
+        let running = lock(&self.running);
+        running.tasks.is_empty() && running.polled_here == 0
     }
 
     fn forget(&self, key: u64) {
@@ -89,7 +111,7 @@ impl Handlers {
                 let ended = self.ended.notified();
                 tokio::pin!(ended);
                 ended.as_mut().enable();
-                if lock(&self.running).tasks.is_empty() {
+                if self.is_idle() {
                     return;
                 }
                 ended.await;

@@ -325,6 +325,51 @@ mod tests {
         assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connection_ending_during_a_first_poll_gives_that_handler_its_grace() {
+        let handler = Arc::new(Handler {
+            release: Arc::new(Notify::new()),
+        });
+        let config = PeerConfig {
+            handler_grace: Duration::from_secs(5),
+            ..PeerConfig::default()
+        };
+        let (inlet, run) = open(
+            handler,
+            config,
+            Arc::new(Recorder::default()),
+            RequestIds::ALL,
+        );
+        let run = tokio::spawn(run);
+        let (started, is_started) = std::sync::mpsc::channel();
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&finished);
+        let shared = Arc::clone(&inlet.peer.shared);
+        let poller = tokio::spawn(async move {
+            super::super::handlers::Handlers::start(&shared, Start::HereFirst, async move {
+                let _ = started.send(());
+                // Still in the first poll while the connection ends.
+                std::thread::sleep(Duration::from_millis(50));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+            .await;
+        });
+        is_started
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the first poll began");
+        inlet.peer().close();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the connection ended")
+            .expect("no panic");
+        poller.await.expect("no panic");
+        assert!(
+            finished.load(std::sync::atomic::Ordering::SeqCst),
+            "the handler that went on waiting was given its grace, not dropped"
+        );
+    }
+
     #[tokio::test]
     async fn closing_cancels_running_requests_and_closes_the_writer() {
         let (inlet, recorder, _, run) = open_recorded();
