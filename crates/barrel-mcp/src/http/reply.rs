@@ -1,6 +1,8 @@
 //! Building blocks of HTTP answers and request checks shared by both eras: JSON-RPC error
 //! bodies with a status, the `Accept` and `Content-Type` rules, and reading a bounded body.
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -187,16 +189,26 @@ pub(crate) async fn read_body(
     if declared.is_some_and(|length| length > limit as u64) {
         return Err(too_large());
     }
-    let limited = http_body_util::Limited::new(body, limit);
-    match tokio::time::timeout(timeout, limited.collect()).await {
+    let collect = http_body_util::Limited::new(body, limit).collect();
+    tokio::pin!(collect);
+    // A small body is usually in hand with the head: read it before arming the timer.
+    let read = match std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await {
+        Poll::Ready(read) => read,
+        Poll::Pending => match tokio::time::timeout(timeout, collect).await {
+            Ok(read) => read,
+            Err(_) => {
+                return Err(error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    None,
+                    rpc_error(-32600, "request body too slow"),
+                ));
+            }
+        },
+    };
+    match read {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Err(_) => Err(error(
-            StatusCode::REQUEST_TIMEOUT,
-            None,
-            rpc_error(-32600, "request body too slow"),
-        )),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Ok(Err(_)) => Err(error(
             StatusCode::BAD_REQUEST,
             None,
             rpc_error(-32600, "could not read the request body"),
