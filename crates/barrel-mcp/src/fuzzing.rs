@@ -141,7 +141,7 @@ pub fn security_parsers(data: &[u8]) {
     #[cfg(feature = "http-server")]
     {
         if let Some((name, _port)) = crate::http::fuzzing::split_host(&text) {
-            assert_eq!(name, name.to_ascii_lowercase(), "host names are lowercased");
+            assert!(text.contains(name), "the host name is a part of the text");
             assert!(
                 !name.contains(['@', '/', '?', '#', ' ']),
                 "a host name with a delimiter: {name:?}"

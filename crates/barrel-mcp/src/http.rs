@@ -95,7 +95,7 @@ pub const MCP_PROTOCOL_VERSION: http::HeaderName = reply::PROTOCOL_VERSION;
 #[cfg(feature = "fuzzing")]
 pub(crate) mod fuzzing {
     /// `Host` parsing.
-    pub(crate) fn split_host(text: &str) -> Option<(String, Option<u16>)> {
+    pub(crate) fn split_host(text: &str) -> Option<(&str, Option<u16>)> {
         super::guard::split_host(text)
     }
 

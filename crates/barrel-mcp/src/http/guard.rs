@@ -122,7 +122,7 @@ pub(crate) fn check_host(
     let Some((name, port)) = split_host(host) else {
         return Err(refuse(StatusCode::BAD_REQUEST, "malformed Host"));
     };
-    if !host_allowed(config, &name, port) {
+    if !host_allowed(config, name, port) {
         return Err(refuse(StatusCode::FORBIDDEN, "Host not allowed"));
     }
     Ok(())
@@ -149,9 +149,9 @@ fn refuse(status: StatusCode, why: &str) -> axum::response::Response {
     reply::error(status, None, reply::rpc_error(-32600, why))
 }
 
-/// Splits `name[:port]` (or `[v6]:port`) into a lowercased name and the port, if the text is
-/// a plain host: no user info, path or stray characters.
-pub(crate) fn split_host(text: &str) -> Option<(String, Option<u16>)> {
+/// Splits `name[:port]` (or `[v6]:port`) into the name (as written: compare it ignoring ASCII
+/// case) and the port, if the text is a plain host: no user info, path or stray characters.
+pub(crate) fn split_host(text: &str) -> Option<(&str, Option<u16>)> {
     let (name, port) = if text.starts_with('[') {
         let end = text.find(']')?;
         let inside = &text[1..end];
@@ -181,19 +181,28 @@ pub(crate) fn split_host(text: &str) -> Option<(String, Option<u16>)> {
         Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
         Some(_) => return None,
     };
-    Some((name.to_ascii_lowercase(), port))
+    Some((name, port))
+}
+
+/// True for a loopback name, in any ASCII case.
+fn is_loopback_name(name: &str) -> bool {
+    LOOPBACK_NAMES
+        .iter()
+        .any(|loopback| loopback.eq_ignore_ascii_case(name))
 }
 
 fn host_allowed(config: &HttpConfig, name: &str, port: Option<u16>) -> bool {
-    if config.allow_loopback && LOOPBACK_NAMES.contains(&name) {
+    if config.allow_loopback && is_loopback_name(name) {
         return true;
     }
     config
         .allowed_hosts
         .iter()
         .any(|entry| match split_host(entry) {
-            Some((allowed, None)) => allowed == name,
-            Some((allowed, Some(allowed_port))) => allowed == name && port == Some(allowed_port),
+            Some((allowed, None)) => allowed.eq_ignore_ascii_case(name),
+            Some((allowed, Some(allowed_port))) => {
+                allowed.eq_ignore_ascii_case(name) && port == Some(allowed_port)
+            }
             None => false,
         })
 }
@@ -216,7 +225,7 @@ pub(crate) fn origin_allowed(config: &HttpConfig, origin: &str) -> bool {
     else {
         return false;
     };
-    matches!(split_host(rest), Some((name, _)) if LOOPBACK_NAMES.contains(&name.as_str()))
+    matches!(split_host(rest), Some((name, _)) if is_loopback_name(name))
 }
 
 /// Adds the CORS headers for a validated origin: the origin echoed (never `*`) and the MCP
@@ -296,12 +305,9 @@ mod tests {
 
     #[test]
     fn hosts_split_exactly() {
-        assert_eq!(
-            split_host("LocalHost:80"),
-            Some(("localhost".into(), Some(80)))
-        );
-        assert_eq!(split_host("[::1]:9"), Some(("[::1]".into(), Some(9))));
-        assert_eq!(split_host("[::1]"), Some(("[::1]".into(), None)));
+        assert_eq!(split_host("LocalHost:80"), Some(("LocalHost", Some(80))));
+        assert_eq!(split_host("[::1]:9"), Some(("[::1]", Some(9))));
+        assert_eq!(split_host("[::1]"), Some(("[::1]", None)));
         assert_eq!(split_host("localhost:80@evil.com"), None);
         assert_eq!(split_host("[::1]x"), None);
         assert_eq!(split_host("a:b:c"), None);
