@@ -24,11 +24,9 @@
 //! One task owns the transport: it runs the read loop and the write loop side by side, so a
 //! slow write never holds up reading. Each inbound request runs on a task of its own, which
 //! forgets itself when it ends (`handlers.rs`). An HTTP session has no loops (`inlet.rs`): each
-//! POST hands its message in on its own task, which polls a request's handler once and spawns
-//! it only when it waits (`first_poll.rs`), and what the connection sends is written by the
-//! sender at once, onto the session's streams. A request that comes without a connection (an
-//! HTTP POST outside any session) is served by `one_request.rs`: no loops, the POST's task
-//! first, a task of its own only once the handler waits. The tables
+//! POST hands its message in on its own task (a request's handler is spawned from there), and
+//! what the connection sends is written by the sender at once, onto the session's streams. A request that comes without a connection (an HTTP
+//! POST outside any session) is served by `one_request.rs`: one task, no loops. The tables
 //! of pending outbound requests and inbound requests in flight sit behind `std` mutexes that are
 //! held only for a lookup or an insert and never across an `.await`.
 
@@ -48,7 +46,6 @@ use crate::Error;
 use crate::transport::Transport;
 
 mod connection;
-pub(crate) mod first_poll;
 mod handlers;
 mod inbound;
 #[cfg(feature = "http-server")]
@@ -59,8 +56,6 @@ mod outbound;
 mod shared;
 mod unwind;
 
-#[cfg(feature = "http-server")]
-pub(crate) use first_poll::Start;
 #[cfg(feature = "http-server")]
 pub(crate) use inlet::{DirectWriter, Inlet, open};
 #[cfg(feature = "http-server")]

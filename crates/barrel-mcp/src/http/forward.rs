@@ -30,7 +30,6 @@ use super::session::HttpSession;
 use super::sessionful::not_found;
 use super::sessions::Sessions;
 use super::shared::{News, SharedSessions};
-use crate::peer::Start;
 use crate::store::{Inbox, NodeTag, Topic};
 use crate::transport::Caller;
 
@@ -146,7 +145,7 @@ pub(crate) async fn deliver(
 
 /// Hands the message to this node's copy: 202, or 404 when the session ended here.
 async fn here(session: &HttpSession, message: Message, caller: Option<Arc<Caller>>) -> Response {
-    match session.deliver(message, caller, Start::HereFirst).await {
+    match session.deliver(message, caller).await {
         Ok(()) => reply::empty(StatusCode::ACCEPTED),
         Err(_) => not_found(),
     }
@@ -202,8 +201,7 @@ pub(crate) async fn receive(sessions: &Sessions, session: &str, message: &str) {
     {
         return;
     }
-    // The inbox goes on to the next message: a request's handler never runs here.
-    if copy.deliver(message, None, Start::OwnTask).await.is_err() {
+    if copy.deliver(message, None).await.is_err() {
         tracing::debug!("a message for a session that ended here; dropped");
     }
 }

@@ -37,7 +37,6 @@ use super::reply::{self, Accepts};
 use super::session::HttpSession;
 use super::sessionful::not_found;
 use super::{State, guard, legacy_nodes, sessionful, sse};
-use crate::peer::Start;
 use crate::transport::Caller;
 
 /// Which of the two legacy paths a request came to.
@@ -180,10 +179,7 @@ async fn post(state: &Arc<State>, parts: http::request::Parts, body: Body) -> Re
     };
     session.touch();
     let caller = Arc::new(Caller::http(Arc::new(parts)));
-    match session
-        .deliver(message, Some(caller), Start::HereFirst)
-        .await
-    {
+    match session.deliver(message, Some(caller)).await {
         Ok(()) => reply::empty(StatusCode::ACCEPTED),
         Err(_) => not_found(),
     }

@@ -30,7 +30,7 @@ use super::routing::{
 };
 use super::sse::{self, Attached, EventStream, Limits};
 use super::streams::Streams;
-use crate::peer::{DirectWriter, Inlet, Start};
+use crate::peer::{DirectWriter, Inlet};
 use crate::server::SessionEvents;
 use crate::store::SessionChange;
 use crate::transport::{Caller, Outgoing};
@@ -67,7 +67,7 @@ pub(crate) struct HttpSession {
 }
 
 /// Whose share of the sessions a session takes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Quota {
     /// An authenticated (or resolved) principal's.
     Principal(String),
@@ -242,8 +242,7 @@ impl HttpSession {
                 Reply::Json(rx)
             }
         };
-        let fed = self.feed(Message::Request(request), caller, Start::HereFirst);
-        if fed.await.is_err() {
+        if self.feed(Message::Request(request), caller).await.is_err() {
             self.routing().by_request.remove(&id);
             return Err(Refused::Ended);
         }
@@ -257,26 +256,19 @@ impl HttpSession {
     }
 
     /// Hands a notification or a response from `caller` to the session (on the legacy
-    /// transport, a request too: its answer rides the session's one stream, and its handler
-    /// starts where `start` says).
+    /// transport, a request too: its answer rides the session's one stream).
     pub(crate) async fn deliver(
         &self,
         message: Message,
         caller: Option<Arc<Caller>>,
-        start: Start,
     ) -> Result<(), Refused> {
-        self.feed(message, caller, start).await
+        self.feed(message, caller).await
     }
 
-    async fn feed(
-        &self,
-        message: Message,
-        caller: Option<Arc<Caller>>,
-        start: Start,
-    ) -> Result<(), Refused> {
+    async fn feed(&self, message: Message, caller: Option<Arc<Caller>>) -> Result<(), Refused> {
         let inlet = self.inlet().clone().ok_or(Refused::Ended)?;
         inlet
-            .deliver(Ok(message), caller, start)
+            .deliver(Ok(message), caller)
             .await
             .map_err(|_| Refused::Ended)
     }

@@ -26,7 +26,7 @@ use super::State;
 use super::reply::{self, Accepts};
 use super::sse;
 use crate::peer::Queued;
-use crate::peer::{first_poll, one_request};
+use crate::peer::one_request;
 use crate::server::{self, Envelope, Scope, Server};
 use crate::transport::Caller;
 
@@ -232,7 +232,7 @@ pub(crate) async fn serve(
     let id = request.id.clone();
     let server = state.server.clone();
     let config = server.config().peer.clone();
-    let work = one_request::serve(
+    state.tasks.spawn(one_request::serve(
         config,
         route,
         request,
@@ -241,14 +241,7 @@ pub(crate) async fn serve(
             Era::Stateless(scope) => server::serve_stateless(&server, scope, request, cx),
             Era::Sessionless(version) => server::serve_sessionless(&server, version, request, cx),
         },
-    );
-    // Polled here first: most requests are answered then, without a task (`first_poll.rs`).
-    // Counted by the tracker meanwhile, so a shutdown waits for that poll as for a task.
-    let polling = state.tasks.token();
-    if let Some(waiting) = first_poll::poll_here(work).await {
-        state.tasks.spawn(waiting);
-    }
-    drop(polling);
+    ));
     // Dropping this (the client went away, or the answer is complete) cancels the handler.
     let over = close.clone();
     let guard = close.drop_guard();

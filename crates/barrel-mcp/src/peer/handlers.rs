@@ -1,7 +1,6 @@
 //! The tasks running a connection's inbound request handlers. Each forgets itself when it ends,
 //! so an idle connection holds none; those still running when the connection ends get a grace
-//! period, and are then aborted. A handler being polled on the task that handed its request in
-//! (`first_poll.rs`) counts as running too: the end waits for that poll, then for its task.
+//! period, and are then aborted.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -11,7 +10,6 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::first_poll::{Start, poll_here};
 use super::shared::{Shared, lock};
 
 #[derive(Default)]
@@ -25,59 +23,18 @@ pub(super) struct Handlers {
 struct Running {
     next: u64,
     tasks: HashMap<u64, JoinHandle<()>>,
-    /// Handlers in their first poll on the task that handed their request in.
-    polled_here: usize,
     /// Set once the connection's handlers were stopped: no task starts after that.
     stopped: bool,
 }
 
 impl Handlers {
-    /// Starts `work` where `start` says (see `first_poll.rs`): first polled on the calling
-    /// task, then on a task of the connection's if it waits; or on such a task from the start.
-    /// Dropped unpolled once the connection's handlers were stopped.
-    pub(super) async fn start(
-        shared: &Arc<Shared>,
-        start: Start,
-        work: impl Future<Output = ()> + Send + 'static,
-    ) {
-        if start == Start::OwnTask {
-            return Self::spawn(shared, work);
-        }
-        let handlers = &shared.handlers;
-        {
-            let mut running = lock(&handlers.running);
-            if running.stopped {
-                tracing::debug!("the connection has ended; a handler is dropped");
-                return;
-            }
-            running.polled_here += 1;
-        }
-        let waiting = poll_here(work).await;
-        let mut running = lock(&handlers.running);
-        running.polled_here -= 1;
-        if let Some(waiting) = waiting {
-            // Recorded under the same lock: `stop` sees either the poll or the task.
-            Self::spawn_locked(&mut running, shared, waiting);
-        }
-        drop(running);
-        handlers.ended.notify_waiters();
-    }
-
     /// Runs `work` on a task of the connection's; drops it when the connection's handlers
     /// were stopped already (its request was cancelled with the connection, so it would not
     /// be answered).
     pub(super) fn spawn(shared: &Arc<Shared>, work: impl Future<Output = ()> + Send + 'static) {
+        let owner = Arc::clone(shared);
         // Held while spawning, so the task cannot forget itself before it is recorded.
         let mut running = lock(&shared.handlers.running);
-        Self::spawn_locked(&mut running, shared, work);
-    }
-
-    fn spawn_locked(
-        running: &mut Running,
-        shared: &Arc<Shared>,
-        work: impl Future<Output = ()> + Send + 'static,
-    ) {
-        let owner = Arc::clone(shared);
         if running.stopped {
             tracing::debug!("the connection has ended; a handler that would wait is dropped");
             return;
@@ -89,12 +46,6 @@ impl Handlers {
             owner.handlers.forget(key);
         });
         running.tasks.insert(key, task);
-    }
-
-    /// True when no handler is running: none on a task, none in its first poll.
-    pub(super) fn is_idle(&self) -> bool {
-        let running = lock(&self.running);
-        running.tasks.is_empty() && running.polled_here == 0
     }
 
     fn forget(&self, key: u64) {
@@ -111,7 +62,7 @@ impl Handlers {
                 let ended = self.ended.notified();
                 tokio::pin!(ended);
                 ended.as_mut().enable();
-                if self.is_idle() {
+                if lock(&self.running).tasks.is_empty() {
                     return;
                 }
                 ended.await;

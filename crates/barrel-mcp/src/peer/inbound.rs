@@ -9,7 +9,6 @@ use barrel_mcp_types::method::names::INITIALIZE;
 use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId, Response};
 use serde_json::Value;
 
-use super::first_poll::Start;
 use super::handlers::Handlers;
 use super::shared::{CANCELLED, PROGRESS, Shared, lock};
 use super::unwind::{self, panic_text};
@@ -31,7 +30,7 @@ pub(super) async fn read_loop<R: MessageReader>(
             frame = reader.recv() => frame?,
         };
         let Some(frame) = frame else { return Ok(()) };
-        on_frame(frame, reader.caller(), handler, peer, Start::OwnTask).await;
+        on_frame(frame, reader.caller(), handler, peer).await;
     }
 }
 
@@ -43,10 +42,9 @@ pub(super) async fn on_frame(
     caller: Option<Arc<Caller>>,
     handler: &dyn Handler,
     peer: &Peer,
-    start: Start,
 ) {
     match frame {
-        Ok(Message::Request(request)) => on_request(request, caller, handler, peer, start).await,
+        Ok(Message::Request(request)) => on_request(request, caller, handler, peer).await,
         Ok(Message::Notification(notification)) => on_notification(notification, handler, peer),
         Ok(Message::Response(response)) => peer.shared.complete(response),
         Err(error) => on_decode_error(error, &peer.shared).await,
@@ -58,7 +56,6 @@ async fn on_request(
     caller: Option<Arc<Caller>>,
     handler: &dyn Handler,
     peer: &Peer,
-    start: Start,
 ) {
     let shared = &peer.shared;
     let id = request.id.clone();
@@ -114,7 +111,7 @@ async fn on_request(
     };
     let started = unwind::start(|| handler.on_request(request, cx));
     let owner = Arc::clone(shared);
-    Handlers::start(shared, start, async move {
+    Handlers::spawn(shared, async move {
         let shared = owner;
         let outcome = unwind::outcome(started, &id, &method).await;
         lock(&shared.in_flight).remove(&id);
@@ -128,8 +125,7 @@ async fn on_request(
             shared.enqueue(response.into(), Some(id)).await;
         }
         shared.request_finished();
-    })
-    .await;
+    });
 }
 
 /// Calls a handler's hook on the read loop; a panic in it is logged, and reading goes on.

@@ -2,15 +2,13 @@
 //! never waits to write: an HTTP session.
 //!
 //! Each message is handed in by the task that carried it ([`Inlet::deliver`], an HTTP POST),
-//! which polls a request's handler once itself and spawns it only when it waits
-//! (`first_poll.rs`): that task waits for the answer anyway. What the connection sends is
+//! which spawns the handler of a request as a read loop would; what the connection sends is
 //! written by the sender at once ([`DirectWriter`]). The connection's own future only waits for its end:
 //! the input ends ([`Inlet::end_input`]) and what runs is drained, or it is closed.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use super::first_poll::Start;
 use super::inbound;
 use super::shared::{Outbound, RequestIds, Shared};
 use super::{Handler, Peer, PeerConfig};
@@ -41,21 +39,19 @@ impl std::fmt::Debug for Inlet {
 }
 
 impl Inlet {
-    /// Takes one message from `caller`, as a read loop would (but a request's handler is
-    /// polled here first, and runs on a task of its own only when it waits). `Closed` once the
-    /// input has ended or the connection is closed: the
+    /// Takes one message from `caller`, as a read loop would (a request's handler runs on a
+    /// task of its own). `Closed` once the input has ended or the connection is closed: the
     /// message was not taken.
     pub(crate) async fn deliver(
         &self,
         frame: Frame,
         caller: Option<Arc<Caller>>,
-        start: Start,
     ) -> Result<(), Error> {
         let shared = &self.peer.shared;
         if shared.closed.is_cancelled() || shared.input_ended.is_cancelled() {
             return Err(Error::Closed);
         }
-        inbound::on_frame(frame, caller, &*self.handler, &self.peer, start).await;
+        inbound::on_frame(frame, caller, &*self.handler, &self.peer).await;
         Ok(())
     }
 
@@ -218,41 +214,21 @@ mod tests {
     #[tokio::test]
     async fn what_a_handler_sends_is_written_before_its_response() {
         let (inlet, recorder, _, _) = open_recorded();
-        inlet
-            .deliver(request(1, "now"), None, Start::HereFirst)
-            .await
-            .expect("taken");
+        inlet.deliver(request(1, "now"), None).await.expect("taken");
         let written = written(&recorder, 2).await;
         assert!(matches!(written[0], Message::Notification(_)));
         assert!(is_response(&written[1], 1));
     }
 
     #[tokio::test]
-    async fn a_handler_that_does_not_wait_is_answered_before_deliver_returns() {
-        let (inlet, recorder, _, _) = open_recorded();
-        inlet
-            .deliver(request(1, "now"), None, Start::HereFirst)
-            .await
-            .expect("taken");
-        // Polled on the delivering task (`first_poll.rs`): no task to wait for.
-        let written = recorder.messages();
-        assert_eq!(written.len(), 2, "{written:?}");
-        assert!(is_response(&written[1], 1));
-        assert!(inlet.peer.shared.handlers.is_idle());
-    }
-
-    #[tokio::test]
     async fn a_handler_that_waits_holds_up_no_other_request() {
         let (inlet, recorder, release, _) = open_recorded();
         inlet
-            .deliver(request(1, "later"), None, Start::HereFirst)
+            .deliver(request(1, "later"), None)
             .await
             .expect("taken");
         // The next message is taken and answered while the first handler waits.
-        inlet
-            .deliver(request(2, "now"), None, Start::HereFirst)
-            .await
-            .expect("taken");
+        inlet.deliver(request(2, "now"), None).await.expect("taken");
         assert!(is_response(&written(&recorder, 2).await[1], 2));
         release.notify_one();
         let written = written(&recorder, 4).await;
@@ -264,14 +240,12 @@ mod tests {
     async fn once_the_input_ends_nothing_is_taken_and_running_requests_are_answered() {
         let (inlet, recorder, release, run) = open_recorded();
         inlet
-            .deliver(request(1, "later"), None, Start::HereFirst)
+            .deliver(request(1, "later"), None)
             .await
             .expect("taken");
         inlet.end_input();
         assert!(matches!(
-            inlet
-                .deliver(request(2, "now"), None, Start::HereFirst)
-                .await,
+            inlet.deliver(request(2, "now"), None).await,
             Err(Error::Closed)
         ));
         release.notify_one();
@@ -292,14 +266,7 @@ mod tests {
         let (inlet, recorder, _, _) = open_recorded();
         inlet.end_input();
         // As if it had passed `deliver`'s check just before: admission checks again.
-        inbound::on_frame(
-            request(1, "now"),
-            None,
-            &*inlet.handler,
-            &inlet.peer,
-            Start::HereFirst,
-        )
-        .await;
+        inbound::on_frame(request(1, "now"), None, &*inlet.handler, &inlet.peer).await;
         let written = written(&recorder, 1).await;
         assert!(
             matches!(&written[..], [Message::Response(r)] if r.outcome.is_err()),
@@ -325,56 +292,11 @@ mod tests {
         assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_connection_ending_during_a_first_poll_gives_that_handler_its_grace() {
-        let handler = Arc::new(Handler {
-            release: Arc::new(Notify::new()),
-        });
-        let config = PeerConfig {
-            handler_grace: Duration::from_secs(5),
-            ..PeerConfig::default()
-        };
-        let (inlet, run) = open(
-            handler,
-            config,
-            Arc::new(Recorder::default()),
-            RequestIds::ALL,
-        );
-        let run = tokio::spawn(run);
-        let (started, is_started) = std::sync::mpsc::channel();
-        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = Arc::clone(&finished);
-        let shared = Arc::clone(&inlet.peer.shared);
-        let poller = tokio::spawn(async move {
-            super::super::handlers::Handlers::start(&shared, Start::HereFirst, async move {
-                let _ = started.send(());
-                // Still in the first poll while the connection ends.
-                std::thread::sleep(Duration::from_millis(50));
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                flag.store(true, std::sync::atomic::Ordering::SeqCst);
-            })
-            .await;
-        });
-        is_started
-            .recv_timeout(Duration::from_secs(5))
-            .expect("the first poll began");
-        inlet.peer().close();
-        tokio::time::timeout(Duration::from_secs(5), run)
-            .await
-            .expect("the connection ended")
-            .expect("no panic");
-        poller.await.expect("no panic");
-        assert!(
-            finished.load(std::sync::atomic::Ordering::SeqCst),
-            "the handler that went on waiting was given its grace, not dropped"
-        );
-    }
-
     #[tokio::test]
     async fn closing_cancels_running_requests_and_closes_the_writer() {
         let (inlet, recorder, _, run) = open_recorded();
         inlet
-            .deliver(request(1, "later"), None, Start::HereFirst)
+            .deliver(request(1, "later"), None)
             .await
             .expect("taken");
         inlet.peer().close();
@@ -388,9 +310,7 @@ mod tests {
         );
         assert!(*recorder.was_closed.lock().unwrap());
         assert!(matches!(
-            inlet
-                .deliver(request(2, "now"), None, Start::HereFirst)
-                .await,
+            inlet.deliver(request(2, "now"), None).await,
             Err(Error::Closed)
         ));
     }

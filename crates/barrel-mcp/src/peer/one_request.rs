@@ -1,7 +1,6 @@
 //! One inbound request served without a connection: an HTTP POST outside any session.
 //!
-//! There is no read loop, write loop or in-flight table: the handler runs on the POST's task,
-//! then on one of its own once it waits (`first_poll.rs`), with
+//! There is no read loop, write loop or in-flight table: the handler runs on one task, with
 //! the guarantees it has on a connection (a panic is answered -32603, a cancelled request is
 //! not answered, an over-long id is refused), and what it sends, then its response, go to one
 //! bounded queue that the HTTP answer reads. Nothing can carry the other side's answers back,
@@ -34,8 +33,7 @@ pub(crate) struct Route {
     pub(crate) stalled: Duration,
 }
 
-/// The future that runs `request` through `handler` and queues its response; poll it first
-/// where the POST waits, then spawn it if it waits (`first_poll.rs`).
+/// The future that runs `request` through `handler` and queues its response; spawn it.
 pub(crate) fn serve(
     config: PeerConfig,
     route: Route,
