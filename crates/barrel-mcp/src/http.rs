@@ -62,6 +62,7 @@ mod replica;
 mod reply;
 mod routing;
 mod session;
+mod session_table;
 mod sessionful;
 mod sessionless;
 mod sessions;

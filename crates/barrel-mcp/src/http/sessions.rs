@@ -7,7 +7,6 @@
 //! its least recently used idle copy (the session lives on in the store), and a copy's timers
 //! only end the copy.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -21,6 +20,7 @@ use super::config::HttpConfig;
 use super::durable::{self, Durable};
 use super::journal::{self, Journal};
 use super::session::{HttpSession, Quota, SessionWriter};
+use super::session_table::SessionTable;
 use super::shared::SharedSessions;
 use super::sse::Limits;
 use super::watchdog::{End, watchdog};
@@ -46,7 +46,7 @@ pub(crate) enum CreateError {
 /// Every live session, by id.
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
-    map: Mutex<HashMap<String, Arc<HttpSession>>>,
+    map: Mutex<SessionTable>,
     /// The sessions' tasks, so shutdown can wait for them.
     pub(crate) tasks: TaskTracker,
     /// With shared sessions: news of sessions is being listened to.
@@ -58,7 +58,7 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
+    fn map(&self) -> MutexGuard<'_, SessionTable> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -243,7 +243,7 @@ impl Sessions {
             // A replica: who serves the GET stream is in the store.
             journal.learn_server();
         }
-        map.insert(record.id.clone(), Arc::clone(&session));
+        map.insert(Arc::clone(&session));
         drop(map);
         self.run(Arc::clone(&session), stop, serve, config);
         Ok(session)
@@ -309,15 +309,11 @@ impl Sessions {
         }
         // One principal, or one anonymous address, cannot take every slot from the others.
         if let Some(quota) = &session.quota
-            && map
-                .values()
-                .filter(|other| other.quota.as_ref() == Some(quota))
-                .count()
-                >= limit
+            && map.held_by(quota) >= limit
         {
             return Err(full);
         }
-        map.insert(session.id.clone(), Arc::clone(session));
+        map.insert(Arc::clone(session));
         Ok(())
     }
 
@@ -344,7 +340,7 @@ impl Sessions {
 
 /// Drops the least recently used copy of a shared session that nobody waits on (or one that is
 /// ending already), to make room; false when there is none.
-fn drop_idle_copy(map: &mut HashMap<String, Arc<HttpSession>>) -> bool {
+fn drop_idle_copy(map: &mut SessionTable) -> bool {
     let victim = map
         .values()
         .filter(|s| s.durable.is_some() && (s.kill.is_cancelled() || !s.is_busy()))

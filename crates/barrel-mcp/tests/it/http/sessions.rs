@@ -8,7 +8,7 @@ use http::{Method, StatusCode};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{SseReader, TestServer, body_json, initialize, session_id};
+use super::{Client, SseReader, TestServer, body_json, initialize, session_id};
 
 #[tokio::test]
 async fn lifecycle_status_codes() {
@@ -301,7 +301,17 @@ async fn one_principal_cannot_take_every_session() {
             )
         }
     };
-    assert_eq!(open("mallory").await.0, StatusCode::OK);
+    let first = client
+        .post_with(&initialize(1), &[("x-user", "mallory")])
+        .await;
+    assert_eq!(first.status(), StatusCode::OK);
+    let first_id = first
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    drop(first);
     assert_eq!(open("mallory").await.0, StatusCode::OK);
     let (status, retry) = open("mallory").await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
@@ -311,6 +321,16 @@ async fn one_principal_cannot_take_every_session() {
     let anonymous = client.post(&initialize(1)).await;
     assert_eq!(anonymous.status(), StatusCode::OK);
     assert_eq!(server.http.session_count(), 4);
+    // Deleting one of mallory's sessions gives its share back.
+    let mallorys = Client {
+        addr: client.addr,
+        session: Some(first_id),
+    };
+    let deleted = mallorys
+        .send(Method::DELETE, &[("x-user", "mallory")], None)
+        .await;
+    assert_eq!(deleted.status(), StatusCode::OK);
+    assert_eq!(open("mallory").await.0, StatusCode::OK);
 }
 
 #[tokio::test]
