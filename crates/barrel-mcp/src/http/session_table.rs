@@ -67,7 +67,8 @@ impl SessionTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::sse::Limits;
+    use crate::http::HttpConfig;
+    use crate::http::sessions::limits;
 
     fn session(id: &str, quota: Option<Quota>) -> Arc<HttpSession> {
         Arc::new(HttpSession::new(
@@ -75,14 +76,7 @@ mod tests {
             None,
             quota,
             false,
-            Limits {
-                queue: 8,
-                replay_events: 8,
-                replay_bytes: 1024,
-                retry: std::time::Duration::from_secs(1),
-                retained_streams: 1,
-                session_replay_bytes: 1024,
-            },
+            limits(&HttpConfig::default()),
         ))
     }
 

@@ -357,7 +357,7 @@ fn drop_idle_copy(map: &mut SessionTable) -> bool {
 }
 
 /// The limits of a session's streams.
-fn limits(config: &HttpConfig) -> Limits {
+pub(super) fn limits(config: &HttpConfig) -> Limits {
     Limits {
         queue: config.stream_queue,
         replay_events: config.replay_events,

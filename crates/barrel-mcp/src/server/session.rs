@@ -269,7 +269,7 @@ pub(crate) fn random_id() -> String {
     hex_id(&bytes)
 }
 
-/// `bytes` as lowercase hex: an identifier made of random bytes drawn elsewhere.
+/// `bytes` as lowercase hex: an identifier made of bytes drawn (or digested) elsewhere.
 pub(crate) fn hex_id(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut id = String::with_capacity(bytes.len() * 2);
