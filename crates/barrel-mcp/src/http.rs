@@ -61,6 +61,7 @@ mod relay;
 mod replica;
 mod reply;
 mod routing;
+mod service;
 mod session;
 mod session_table;
 mod sessionful;

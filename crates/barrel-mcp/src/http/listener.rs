@@ -6,7 +6,8 @@
 //! its HTTP version (the HTTP/2 preface, or anything else) within the header read timeout, or
 //! it is dropped and its slot freed (`prefixed.rs`). hyper's timer is
 //! configured, so the header read timeout really fires (without a timer hyper silently
-//! disables it).
+//! disables it). Requests are answered by `service.rs`: the endpoint's path directly, every
+//! other path through [`StreamableHttp::router`].
 
 use std::future::Future;
 use std::sync::Arc;
@@ -15,7 +16,6 @@ use std::time::Duration;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -23,6 +23,7 @@ use tokio::task::JoinSet;
 
 use super::StreamableHttp;
 use super::prefixed::sniff;
+use super::service::ListenerService;
 
 /// How long to pause accepting after an accept error (such as running out of file
 /// descriptors), so the loop does not spin.
@@ -103,15 +104,7 @@ where
         let watcher = graceful.watcher();
         let builder = builder.clone();
         // Requests know the address they came from (per-address session caps).
-        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
-            router.clone(),
-            move |mut request: http::Request<hyper::body::Incoming>| {
-                request
-                    .extensions_mut()
-                    .insert(axum::extract::ConnectInfo(remote));
-                request
-            },
-        ));
+        let service = ListenerService::new(&http, router.clone(), Some(remote));
         let detect = http.config().header_read_timeout;
         connections.spawn(async move {
             let _slot = slot;
@@ -151,7 +144,7 @@ pub async fn serve_connection<I>(io: I, http: &StreamableHttp) -> crate::Result<
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = TowerToHyperService::new(http.router());
+    let service = ListenerService::new(http, http.router(), None);
     let Some(io) = sniff(io, http.config().header_read_timeout).await else {
         return Ok(());
     };

@@ -408,3 +408,151 @@ async fn the_endpoint_is_also_at_the_root_when_asked() {
         .await;
     assert_eq!(not_there.status(), StatusCode::NOT_FOUND);
 }
+
+/// A request's headers, as a test lists them.
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
+/// The ready listener sends the endpoint's own path straight to it and every other path
+/// through the router: both answer every request alike (status and the headers a client acts
+/// on), the front door's refusals included.
+#[tokio::test]
+async fn the_listener_and_the_router_answer_alike() {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let config = || HttpConfig {
+        serve_at_root: false,
+        ..HttpConfig::default()
+    };
+    let server = TestServer::start(config()).await;
+    let (fixture, _) = crate::server::fixture::server();
+    let router = barrel_mcp::http::StreamableHttp::new(fixture, config()).router();
+    let host = server.addr.to_string();
+    let json = ("content-type", "application/json");
+    let accept = ("accept", "application/json, text/event-stream");
+    let init = initialize(1).to_string();
+    let discover = super::enveloped(2, "server/discover", json!({})).to_string();
+    let cases: Vec<(Method, &str, Headers<'_>, &str)> = vec![
+        (Method::POST, "/mcp", vec![json, accept], init.as_str()),
+        (Method::POST, "/", vec![json, accept], init.as_str()),
+        (Method::POST, "/mcp/", vec![json, accept], init.as_str()),
+        (
+            Method::POST,
+            "/mcp",
+            vec![json, accept, ("host", "evil.example")],
+            "",
+        ),
+        (
+            Method::POST,
+            "/mcp",
+            vec![json, accept, ("origin", "http://evil.example")],
+            "",
+        ),
+        (
+            Method::POST,
+            "/mcp",
+            vec![("content-type", "text/plain"), accept],
+            "{}",
+        ),
+        (
+            Method::POST,
+            "/mcp",
+            vec![json, ("accept", "text/html")],
+            init.as_str(),
+        ),
+        (Method::POST, "/mcp", vec![json, accept], "{not json"),
+        (
+            Method::POST,
+            "/mcp",
+            vec![
+                json,
+                accept,
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "server/discover"),
+            ],
+            discover.as_str(),
+        ),
+        (
+            Method::OPTIONS,
+            "/mcp",
+            vec![
+                ("origin", "http://localhost:3000"),
+                ("access-control-request-method", "POST"),
+            ],
+            "",
+        ),
+        (
+            Method::GET,
+            "/mcp",
+            vec![("accept", "text/event-stream")],
+            "",
+        ),
+        (
+            Method::DELETE,
+            "/mcp",
+            vec![("mcp-session-id", "no-such-session")],
+            "",
+        ),
+        (Method::PUT, "/mcp", vec![json], "{}"),
+        (Method::HEAD, "/mcp", vec![], ""),
+        (Method::POST, "/messages", vec![json], "{}"),
+        (Method::GET, "/elsewhere", vec![], ""),
+    ];
+    let kept = [
+        "content-type",
+        "allow",
+        "access-control-allow-origin",
+        "access-control-allow-methods",
+        "mcp-session-id",
+    ];
+    let summary = |status: StatusCode, headers: &http::HeaderMap, body: &[u8]| {
+        let headers: Vec<(&str, bool)> = kept
+            .iter()
+            .map(|name| (*name, headers.contains_key(*name)))
+            .collect();
+        // A body is compared by its JSON-RPC error code, the part that does not vary.
+        let code = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v["error"]["code"].as_i64());
+        (status, headers, code)
+    };
+    for (method, path, headers, body) in cases {
+        let socket = server
+            .client()
+            .send_to(method.clone(), path, &headers, Some(body))
+            .await;
+        let (parts, incoming) = socket.into_parts();
+        let bytes = if parts
+            .headers
+            .get("content-type")
+            .is_some_and(|v| v == "text/event-stream")
+        {
+            bytes::Bytes::new()
+        } else {
+            incoming.collect().await.expect("body").to_bytes()
+        };
+        let over_socket = summary(parts.status, &parts.headers, &bytes);
+        let mut request = http::Request::builder().method(method.clone()).uri(path);
+        if !headers.iter().any(|(k, _)| *k == "host") {
+            request = request.header("host", host.as_str());
+        }
+        for (name, value) in &headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(axum::body::Body::from(body.to_owned()))
+            .expect("request");
+        let answer = router.clone().oneshot(request).await.expect("infallible");
+        let (parts, routed) = answer.into_parts();
+        let bytes = if parts
+            .headers
+            .get("content-type")
+            .is_some_and(|v| v == "text/event-stream")
+        {
+            bytes::Bytes::new()
+        } else {
+            routed.collect().await.expect("body").to_bytes()
+        };
+        let through_router = summary(parts.status, &parts.headers, &bytes);
+        assert_eq!(over_socket, through_router, "{method} {path} {headers:?}");
+    }
+}
