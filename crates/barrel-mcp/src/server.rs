@@ -24,6 +24,7 @@ mod custom;
 mod dispatch;
 mod events;
 mod handler;
+mod initialize_cache;
 mod input;
 mod invoke;
 mod listen;
@@ -628,11 +629,15 @@ impl Server {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The registry, to change it: the `initialize` answers made of it are forgotten first.
     fn write_registry(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
-        self.inner
+        let mut registry = self
+            .inner
             .registry
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        registry.initialize.clear();
+        registry
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::Server;
 use super::context::Scope;
 use super::events::ServerEvent;
-use super::session::{self, Session};
+use super::session::{self, Kind, Session};
 use super::session_handle::SessionHandle;
 use super::{dispatch, stateless};
 use crate::peer::{BoxFuture, Handler, Peer, RequestContext};
@@ -171,8 +171,7 @@ impl Connection {
             forwarding: false,
         };
         drop(state);
-        let result = session::initialize_result(&self.server, version);
-        serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+        session::initialize_answer(&self.server, version, Kind::Session)
     }
 
     /// Starts telling the session's client about registry changes, once.

@@ -16,6 +16,7 @@ use barrel_mcp_types::{
 use super::completion::Completer;
 use super::custom::CustomRequests;
 use super::handler::{PromptHandler, ResourceHandler, ToolHandler};
+use super::initialize_cache::InitializeCache;
 use super::uri_template::UriTemplate;
 use super::validation::{SchemaValidator, compile_input_schema};
 use crate::Error;
@@ -183,6 +184,8 @@ pub(crate) struct Registry {
     pub(crate) deferred_tasks: HashSet<String>,
     /// Custom requests and declared extensions.
     pub(crate) custom: CustomRequests,
+    /// The `initialize` answers made of this registry, emptied on every write.
+    pub(crate) initialize: InitializeCache,
 }
 
 impl Registry {

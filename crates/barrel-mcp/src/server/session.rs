@@ -10,7 +10,7 @@ use crate::store::SessionRecord;
 use barrel_mcp_types::Request;
 use barrel_mcp_types::{
     ClientCapabilities, ErrorObject, Implementation, InitializeParams, InitializeResult,
-    LoggingLevel, ProtocolVersion, Shape,
+    LoggingLevel, ProtocolVersion, ServerCapabilities, Shape,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,6 +19,7 @@ use super::Server;
 use super::connection::SessionEvents;
 #[cfg(feature = "http-server")]
 use super::context::Scope;
+pub(crate) use super::initialize_cache::Kind;
 #[cfg(feature = "http-server")]
 use crate::peer::{BoxFuture, RequestContext};
 
@@ -189,28 +190,33 @@ pub(crate) fn negotiate(requested: &str) -> ProtocolVersion {
         .unwrap_or(ProtocolVersion::LATEST_SESSIONFUL)
 }
 
-/// The `initialize` result for a session on `version`, shaped for that revision.
-pub(crate) fn initialize_result(server: &Server, version: ProtocolVersion) -> InitializeResult {
-    let mut result = InitializeResult {
-        protocol_version: version.as_str().to_owned(),
-        capabilities: server.capabilities(),
-        server_info: server.info().clone(),
-        instructions: server.inner.instructions.clone(),
-        meta: None,
-    };
-    result.shape(version);
-    result
-}
-
-/// The `initialize` result of a sessionless server on `version`: what needs a session to be
-/// kept (list-change notifications, resource subscriptions, tasks) is not offered.
-#[cfg(feature = "http-server")]
-pub(crate) fn sessionless_initialize_result(
+/// The `initialize` answer for a session on `version`, or for a sessionless server's client
+/// (`kind`), as JSON: built from the registry once, then kept until the registry changes.
+pub(crate) fn initialize_answer(
     server: &Server,
     version: ProtocolVersion,
-) -> InitializeResult {
-    let mut result = initialize_result(server, version);
-    let capabilities = &mut result.capabilities;
+    kind: Kind,
+) -> Result<Value, ErrorObject> {
+    let registry = server.read_registry();
+    registry.initialize.get_or_build(version, kind, || {
+        let mut result = InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities: registry.capabilities(),
+            server_info: server.info().clone(),
+            instructions: server.inner.instructions.clone(),
+            meta: None,
+        };
+        result.shape(version);
+        if kind == Kind::Sessionless {
+            without_session_features(&mut result.capabilities);
+        }
+        serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+    })
+}
+
+/// What a sessionless server does not offer: what needs a session to be kept (list-change
+/// notifications, resource subscriptions, tasks).
+fn without_session_features(capabilities: &mut ServerCapabilities) {
     if let Some(tools) = capabilities.tools.as_mut() {
         tools.list_changed = None;
     }
@@ -222,7 +228,6 @@ pub(crate) fn sessionless_initialize_result(
         resources.subscribe = None;
     }
     capabilities.tasks = None;
-    result
 }
 
 /// Serves one request of a sessionless server in the sessionful revision `version` (see
@@ -238,9 +243,11 @@ pub(crate) fn serve_sessionless(
     let ready = |outcome| -> BoxFuture<'static, _> { Box::pin(std::future::ready(outcome)) };
     match request.method.as_str() {
         "initialize" => ready(read_initialize(request.params.as_ref()).and_then(|params| {
-            let version = negotiate(&params.protocol_version);
-            let result = sessionless_initialize_result(server, version);
-            serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+            initialize_answer(
+                server,
+                negotiate(&params.protocol_version),
+                Kind::Sessionless,
+            )
         })),
         "server/discover" => ready(Err(super::stateless::discover_without_envelope())),
         _ => {

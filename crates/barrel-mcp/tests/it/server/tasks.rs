@@ -298,3 +298,45 @@ async fn a_task_asks_its_client_naming_itself() {
         "{statuses:?}"
     );
 }
+
+/// The `initialize` answer is kept per revision, but never outlives the registry it was made
+/// of: a tool that takes tasks, added at run time, shows in the next session's capabilities,
+/// and its removal takes them away again.
+#[tokio::test]
+async fn the_initialize_answer_follows_the_tools() {
+    let server = Server::builder()
+        .name("tasks", "1.0.0")
+        .tool("plain", "Takes no tasks", |_: Ctx, _: Wait| async move {
+            Ok("plain".to_owned())
+        })
+        .build()
+        .expect("server");
+    let (_first, before) = session(&server, "2025-11-25").await;
+    assert!(before["capabilities"].get("tasks").is_none(), "{before}");
+    let (_again, same) = session(&server, "2025-11-25").await;
+    assert_eq!(
+        same, before,
+        "the same answer to every session on a revision"
+    );
+    server
+        .add_tool(
+            with_support("slow", "optional"),
+            barrel_mcp::server::ToolHandler::raw(|_, _| async { Ok("x") }),
+        )
+        .expect("added");
+    let (_later, after) = session(&server, "2025-11-25").await;
+    assert_eq!(
+        after["capabilities"]["tasks"]["requests"]["tools"]["call"],
+        json!({}),
+        "{after}"
+    );
+    let (_older, older) = session(&server, "2025-06-18").await;
+    assert_eq!(older["protocolVersion"], "2025-06-18");
+    assert!(
+        older["capabilities"].get("tasks").is_none(),
+        "each revision keeps its own shape: {older}"
+    );
+    assert!(server.remove_tool("slow"));
+    let (_last, last) = session(&server, "2025-11-25").await;
+    assert_eq!(last, before, "{last}");
+}
