@@ -81,7 +81,7 @@ pub(crate) fn check(
     parts: &http::request::Parts,
 ) -> Result<Admitted, axum::response::Response> {
     check_host(config, parts)?;
-    let origin = single(&parts.headers, header::ORIGIN)?;
+    let origin = single(&parts.headers, header::ORIGIN)?.cloned();
     match &origin {
         Some(origin) => {
             // Even when every origin is accepted, it must be a visible-ASCII header value
@@ -132,9 +132,9 @@ pub(crate) fn check_host(
 pub(crate) fn single(
     headers: &HeaderMap,
     name: header::HeaderName,
-) -> Result<Option<HeaderValue>, axum::response::Response> {
+) -> Result<Option<&HeaderValue>, axum::response::Response> {
     let mut values = headers.get_all(&name).iter();
-    let first = values.next().cloned();
+    let first = values.next();
     if values.next().is_some() {
         return Err(refuse(
             StatusCode::BAD_REQUEST,

@@ -189,7 +189,7 @@ pub(crate) async fn read_body(
     if declared.is_some_and(|length| length > limit as u64) {
         return Err(too_large());
     }
-    let collect = http_body_util::Limited::new(body, limit).collect();
+    let collect = whole(http_body_util::Limited::new(body, limit));
     tokio::pin!(collect);
     // A small body is usually in hand with the head: read it before arming the timer.
     let read = match std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await {
@@ -206,7 +206,7 @@ pub(crate) async fn read_body(
         },
     };
     match read {
-        Ok(collected) => Ok(collected.to_bytes()),
+        Ok(bytes) => Ok(bytes),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Err(_) => Err(error(
             StatusCode::BAD_REQUEST,
@@ -214,6 +214,36 @@ pub(crate) async fn read_body(
             rpc_error(-32600, "could not read the request body"),
         )),
     }
+}
+
+/// A body's data in one buffer. A body that came in one frame (what a small request usually
+/// is) is handed on as it came, without a copy or a list of frames around it.
+async fn whole<B>(body: B) -> Result<Bytes, B::Error>
+where
+    B: hyper::body::Body<Data = Bytes>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut first: Option<Bytes> = None;
+    let mut joined: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        // Trailers carry nothing an MCP request reads.
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            None => joined.extend_from_slice(&data),
+            Some(earlier) => {
+                joined.reserve(earlier.len() + data.len());
+                joined.extend_from_slice(&earlier);
+                joined.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(match first {
+        Some(only) => only,
+        None => Bytes::from(joined),
+    })
 }
 
 /// The HTTP status of a 2026-07-28 error answer sent as JSON: 404 for an unknown method, 400
@@ -227,5 +257,67 @@ pub(crate) fn status_of(error: &ErrorObject) -> StatusCode {
         | ErrorCode::PARSE_ERROR
         | ErrorCode::INVALID_REQUEST => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::StreamBody;
+    use hyper::body::Frame;
+    use std::convert::Infallible;
+
+    /// A body that yields these frames, then ends.
+    type Frames = StreamBody<
+        futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>,
+    >;
+
+    fn frames(parts: Vec<Frame<Bytes>>) -> Frames {
+        StreamBody::new(futures_util::stream::iter(
+            parts.into_iter().map(Ok).collect::<Vec<_>>(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_body_in_one_frame_is_handed_on_as_it_came() {
+        let only = Bytes::from_static(b"{\"jsonrpc\":\"2.0\"}");
+        let read = whole(frames(vec![Frame::data(only.clone())]))
+            .await
+            .expect("read");
+        assert_eq!(read, only);
+        assert_eq!(read.as_ptr(), only.as_ptr(), "not copied");
+    }
+
+    #[tokio::test]
+    async fn frames_are_joined_in_order_and_trailers_skipped() {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("x-t", HeaderValue::from_static("1"));
+        let cases: Vec<(Vec<&'static [u8]>, &[u8])> = vec![
+            (vec![b"ab", b"cd", b"ef"], b"abcdef"),
+            (vec![b"", b"ab"], b"ab"),
+            (vec![b"", b""], b""),
+            (vec![], b""),
+        ];
+        for (parts, expected) in cases {
+            let mut body: Vec<Frame<Bytes>> = parts
+                .iter()
+                .map(|p| Frame::data(Bytes::from_static(p)))
+                .collect();
+            body.push(Frame::trailers(trailers.clone()));
+            let read = whole(frames(body)).await.expect("read");
+            assert_eq!(&read[..], expected, "{parts:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_fails_while_it_is_read() {
+        let body = frames(vec![
+            Frame::data(Bytes::from_static(b"12345")),
+            Frame::data(Bytes::from_static(b"6789")),
+        ]);
+        let error = whole(http_body_util::Limited::new(body, 8))
+            .await
+            .expect_err("over the limit");
+        assert!(error.is::<http_body_util::LengthLimitError>());
     }
 }

@@ -13,7 +13,9 @@ use super::session::{HttpSession, Quota};
 /// Every listed session by id, and the number of listed sessions per quota.
 #[derive(Debug, Default)]
 pub(crate) struct SessionTable {
-    by_id: HashMap<String, Arc<HttpSession>>,
+    /// Keyed by ids the server drew at random (a client only looks ids up, it never chooses
+    /// one that is listed): a fast hasher is enough.
+    by_id: HashMap<String, Arc<HttpSession>, foldhash::fast::RandomState>,
     per_quota: HashMap<Quota, usize>,
 }
 

@@ -278,14 +278,10 @@ async fn lookup(
 /// The id `Mcp-Session-Id` names: 400 without one (or with two), 404 when it is not text.
 fn requested_id(parts: &http::request::Parts) -> Result<&str, Response> {
     // Two ids are refused, never resolved to one: a proxy could act on the other.
-    if guard::single(&parts.headers, reply::SESSION_ID)?.is_none() {
+    let Some(id) = guard::single(&parts.headers, reply::SESSION_ID)? else {
         return Err(bad_request("Mcp-Session-Id header is required"));
-    }
-    parts
-        .headers
-        .get(reply::SESSION_ID)
-        .and_then(|id| id.to_str().ok())
-        .ok_or_else(not_found)
+    };
+    id.to_str().map_err(|_| not_found())
 }
 
 /// 400 unless a present `MCP-Protocol-Version` names a sessionful revision we speak. A missing

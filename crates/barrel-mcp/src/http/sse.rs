@@ -87,7 +87,12 @@ impl EventStream {
     /// event. Returns `None` when `after` is in the future (a forged cursor).
     pub(crate) fn attach(&mut self, after: Option<u64>, limits: &Limits) -> Option<Attached> {
         let initial = match after {
-            None => vec![self.priming(limits.retry)],
+            None => {
+                // Room for the answer and what comes with it (`gather_first`).
+                let mut initial = Vec::with_capacity(4);
+                initial.push(self.priming(limits.retry));
+                initial
+            }
             Some(after) if after >= self.next_seq => return None,
             Some(after) => self.replay_after(after),
         };
@@ -402,7 +407,7 @@ pub(crate) fn body<T: Send + 'static>(
     ending: Option<Ending<T>>,
 ) -> Body {
     struct State<T> {
-        initial: VecDeque<Bytes>,
+        initial: Option<Bytes>,
         live: Option<mpsc::Receiver<T>>,
         frame: fn(T) -> Bytes,
         keep_alive: Duration,
@@ -415,9 +420,9 @@ pub(crate) fn body<T: Send + 'static>(
         None => (never_last::<T> as fn(&T) -> bool, None, None),
     };
     // The initial events leave as one chunk: one write with the head when they are ready.
-    let initial: VecDeque<Bytes> = match initial.len() {
-        0 | 1 => initial.into(),
-        _ => VecDeque::from([Bytes::from(initial.concat())]),
+    let initial: Option<Bytes> = match initial.len() {
+        0 | 1 => initial.into_iter().next(),
+        _ => Some(Bytes::from(initial.concat())),
     };
     let state = State {
         initial,
@@ -429,7 +434,7 @@ pub(crate) fn body<T: Send + 'static>(
         _guard: guard,
     };
     let stream = futures_util::stream::unfold(state, |mut state| async move {
-        if let Some(event) = state.initial.pop_front() {
+        if let Some(event) = state.initial.take() {
             return Some((Ok::<_, Infallible>(event), state));
         }
         let live = state.live.as_mut()?;

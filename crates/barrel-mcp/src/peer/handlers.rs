@@ -22,7 +22,9 @@ pub(super) struct Handlers {
 #[derive(Default)]
 struct Running {
     next: u64,
-    tasks: HashMap<u64, JoinHandle<()>>,
+    /// Keyed by numbers this connection hands out, never by anything a peer chose: a fast
+    /// hasher is enough.
+    tasks: HashMap<u64, JoinHandle<()>, foldhash::fast::RandomState>,
     /// Set once the connection's handlers were stopped: no task starts after that.
     stopped: bool,
 }
