@@ -169,11 +169,7 @@ impl StreamableHttp {
     /// `nest`) in an application and add layers (auth, tracing) as with any router.
     pub fn router(&self) -> axum::Router {
         let mut router = axum::Router::new();
-        let mut paths = vec![self.state.config.path.as_str()];
-        if self.state.config.serve_at_root && self.state.config.path != "/" {
-            paths.push("/");
-        }
-        for path in paths {
+        for path in self.state.config.endpoint_paths() {
             let state = Arc::clone(&self.state);
             router = router.route(
                 path,

@@ -259,6 +259,13 @@ impl HttpConfig {
 }
 
 impl HttpConfig {
+    /// The paths the endpoint is served at: [`path`](Self::path), and `/` with
+    /// [`serve_at_root`](Self::serve_at_root) (axum route syntax, as the router takes them).
+    pub(crate) fn endpoint_paths(&self) -> impl Iterator<Item = &str> {
+        let root = (self.serve_at_root && self.path != "/").then_some("/");
+        std::iter::once(self.path.as_str()).chain(root)
+    }
+
     /// The principal a request's session belongs to: the resolver's answer when one is set,
     /// else the authenticated caller's ([`AuthInfo::principal`](crate::auth::AuthInfo::principal)),
     /// else none (anonymous).

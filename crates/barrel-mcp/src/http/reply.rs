@@ -217,7 +217,9 @@ pub(crate) async fn read_body(
 }
 
 /// A body's data in one buffer. A body that came in one frame (what a small request usually
-/// is) is handed on as it came, without a copy or a list of frames around it.
+/// is) is handed on as it came, without a list of frames around it; frames after the first
+/// are joined into a buffer sized from the body's own size hint (bounded: `Content-Length` was
+/// checked against the limit).
 async fn whole<B>(body: B) -> Result<Bytes, B::Error>
 where
     B: hyper::body::Body<Data = Bytes>,
@@ -234,7 +236,8 @@ where
             None if joined.is_empty() => first = Some(data),
             None => joined.extend_from_slice(&data),
             Some(earlier) => {
-                joined.reserve(earlier.len() + data.len());
+                let hinted = usize::try_from(body.size_hint().lower()).unwrap_or(0);
+                joined.reserve(earlier.len() + data.len() + hinted);
                 joined.extend_from_slice(&earlier);
                 joined.extend_from_slice(&data);
             }

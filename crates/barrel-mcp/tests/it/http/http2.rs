@@ -168,3 +168,32 @@ async fn the_reset_limit_is_what_ends_the_connection() {
     assert!(serves(&server, sender).await);
     assert!(!connection.is_finished());
 }
+
+/// A HEAD answer carries no body over HTTP/2 either: a refusal of the front door (here a
+/// `Host` not allowed) reaches the client as its status, not as a reset stream.
+#[tokio::test]
+async fn a_head_refusal_over_http2_has_no_body() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let (sender, _connection) = connect(&server).await;
+    let mut sender = within(sender.ready()).await.expect("ready");
+    for (authority, refused) in [("evil.example", true), ("localhost", false)] {
+        let request = Request::builder()
+            .method(Method::HEAD)
+            .uri(format!("http://{authority}:{}/mcp", server.addr.port()))
+            .body(())
+            .expect("request");
+        let (response, _) = sender.send_request(request, true).expect("sent");
+        let response = within(response).await.expect("answered");
+        if refused {
+            assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        } else {
+            assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+        }
+        let mut body = response.into_body();
+        let mut received = 0;
+        while let Some(chunk) = within(body.data()).await {
+            received += chunk.expect("no stream error").len();
+        }
+        assert_eq!(received, 0, "{authority}");
+    }
+}
