@@ -49,7 +49,9 @@ pub(crate) fn serve(
     };
     let id = request.id.clone();
     let method = request.method.clone();
-    let cancel = peer.shared.closed.child_token();
+    // The one request's cancellation is the route's: nothing cancels the request alone (no
+    // `notifications/cancelled` reaches it), so a child token would only cost a node.
+    let cancel = peer.shared.closed.clone();
     let started: unwind::Started = match refused {
         Some(error) => Ok(Box::pin(std::future::ready(Err(error)))),
         None => {

@@ -113,32 +113,45 @@ impl Shared {
     }
 
     pub(super) fn new(config: PeerConfig, outbound: Outbound) -> Self {
-        Self {
-            config,
-            outbound,
-            closed: CancellationToken::new(),
-            next_id: AtomicI64::new(1),
-            last_id: i64::MAX,
-            pending: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashMap::new()),
-            handlers: Handlers::default(),
-            input_ended: CancellationToken::new(),
-            active: AtomicUsize::new(0),
-            request_done: Notify::new(),
-            reads_responses: true,
-            send_limit: None,
-        }
+        let (closed, input_ended) = (CancellationToken::new(), CancellationToken::new());
+        Self::with(config, outbound, closed, input_ended)
     }
 
     /// The state of one request served without a connection (see `peer/one_request.rs`).
     #[cfg(feature = "http-server")]
     pub(super) fn one_request(config: PeerConfig, route: super::one_request::Route) -> Self {
+        let outbound = Outbound::Queue(route.outbound);
         Self {
-            closed: route.closed,
-            input_ended: route.input_ended,
             reads_responses: false,
             send_limit: Some(route.stalled),
-            ..Self::new(config, Outbound::Queue(route.outbound))
+            ..Self::with(config, outbound, route.closed, route.input_ended)
+        }
+    }
+
+    /// A connection's state around tokens made by the caller (a struct update from [`new`]
+    /// would make two tokens only to drop them).
+    ///
+    /// [`new`]: Self::new
+    fn with(
+        config: PeerConfig,
+        outbound: Outbound,
+        closed: CancellationToken,
+        input_ended: CancellationToken,
+    ) -> Self {
+        Self {
+            config,
+            outbound,
+            closed,
+            next_id: AtomicI64::new(1),
+            last_id: i64::MAX,
+            pending: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            handlers: Handlers::default(),
+            input_ended,
+            active: AtomicUsize::new(0),
+            request_done: Notify::new(),
+            reads_responses: true,
+            send_limit: None,
         }
     }
 
