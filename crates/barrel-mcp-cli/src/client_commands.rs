@@ -18,14 +18,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use barrel_mcp::client::{CallOptions, Client, TaskHandle, ToolTask};
+use barrel_mcp::client::{CallOptions, Client, ToolTask};
 use barrel_mcp::transport::child::{ChildCommand, ChildProcess, StderrMode};
 use barrel_mcp::transport::http_client::{HttpClientTransport, LegacySseTransport};
 use barrel_mcp::types::{
     CallToolParams, CompleteArgument, CompleteContext, CompleteParams, CompletionReference,
-    ContentBlock, GetPromptParams, ProtocolVersion, ReadResourceParams, ResourceContents,
+    GetPromptParams, ProtocolVersion, ReadResourceParams, ResourceContents,
 };
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::target::{Target, TargetArgs};
@@ -45,6 +44,13 @@ macro_rules! out {
     }};
 }
 pub(crate) use out;
+
+mod output;
+mod task_calls;
+
+pub(crate) use output::print_json;
+use output::{describe, print_tool_result};
+use task_calls::{describe_task, needs_task, requires_task, run_as_task, run_task_handle};
 
 /// Options every client command takes.
 #[derive(Debug, Clone, clap::Args)]
@@ -373,123 +379,8 @@ async fn connect(
     }
 }
 
-/// True when `tool` declares that it must run as a task (only asked of servers that run tools
-/// as tasks).
-async fn requires_task(client: &Client, tool: &str) -> anyhow::Result<bool> {
-    if !client.supports_tool_tasks() {
-        return Ok(false);
-    }
-    let tools = client.list_all_tools().await?;
-    Ok(tools.iter().any(|t| {
-        t.name == tool
-            && t.execution.as_ref().and_then(|e| e.task_support.as_deref()) == Some("required")
-    }))
-}
-
-/// Runs a tool as a task: its status on stderr whenever it changes, then its result.
-async fn run_as_task(
-    client: &Client,
-    params: CallToolParams,
-    quiet: bool,
-) -> anyhow::Result<barrel_mcp::types::CallToolResult> {
-    match client.start_tool_task(params, None).await? {
-        ToolTask::Started(handle) => run_task_handle(handle, quiet).await,
-        ToolTask::Finished(result) => Ok(result),
-    }
-}
-
-/// Waits for a task's result, its status on stderr whenever it changes.
-async fn run_task_handle(
-    handle: TaskHandle,
-    quiet: bool,
-) -> anyhow::Result<barrel_mcp::types::CallToolResult> {
-    let id = handle.id().to_owned();
-    let last = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let said = std::sync::Arc::clone(&last);
-    let say = move |task: &barrel_mcp::types::Task| {
-        use std::io::Write as _;
-        *said
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task.status);
-        if quiet {
-            return;
-        }
-        let status = serde_json::to_value(task.status).unwrap_or_default();
-        let status = status.as_str().unwrap_or("?");
-        let message = task
-            .status_message
-            .as_deref()
-            .map(|m| format!(": {m}"))
-            .unwrap_or_default();
-        // A closed stderr is no reason to stop the task's command.
-        let _ = writeln!(std::io::stderr(), "task {id}: {status}{message}");
-    };
-    say(handle.task());
-    let result = handle.result_with(say.clone()).await?;
-    // 2025-11-25 hands over the result without a last status change: say how it ended.
-    let seen_end = last
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .is_some_and(|status| status.is_terminal());
-    if !seen_end {
-        let mut ended = handle.task().clone();
-        ended.status = if result.is_error() {
-            barrel_mcp::types::TaskStatus::Failed
-        } else {
-            barrel_mcp::types::TaskStatus::Completed
-        };
-        ended.status_message = None;
-        say(&ended);
-    }
-    Ok(result)
-}
-
 /// At most this many tasks are listed by `barrel-mcp tasks`.
 const MAX_LISTED_TASKS: usize = 10_000;
-
-/// One line about a task: id, status, message, creation time.
-fn describe_task(task: &barrel_mcp::types::Task) -> String {
-    let status = serde_json::to_value(task.status).unwrap_or_default();
-    let message = task.status_message.as_deref().unwrap_or_default();
-    format!(
-        "{:<34} {:<15} {}  {message}",
-        task.task_id,
-        status.as_str().unwrap_or("?"),
-        task.created_at
-    )
-    .trim_end()
-    .to_owned()
-}
-
-/// True when `error` is a 2026-07-28 server saying the call needs the tasks extension.
-fn needs_task(error: &barrel_mcp::Error) -> bool {
-    matches!(error, barrel_mcp::Error::Rpc(e)
-        if e.code == barrel_mcp::types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-            && e.data.as_ref().and_then(|d| d.pointer("/requiredCapabilities/extensions"))
-                .and_then(|x| x.get(barrel_mcp::task::EXTENSION)).is_some())
-}
-
-/// A tool result: JSON, or each content block readable (the structured content when there is
-/// no block).
-fn print_tool_result(result: &barrel_mcp::types::CallToolResult, json: bool) -> anyhow::Result<()> {
-    if json {
-        return print_json(result);
-    }
-    for block in &result.content {
-        out!("{}", describe(block));
-    }
-    if result.content.is_empty()
-        && let Some(structured) = &result.structured_content
-    {
-        out!("{}", serde_json::to_string_pretty(structured)?);
-    }
-    Ok(())
-}
-
-pub(crate) fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    out!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
 
 fn parse_object(text: Option<&str>, what: &str) -> anyhow::Result<serde_json::Map<String, Value>> {
     let Some(text) = text else {
@@ -798,25 +689,4 @@ async fn execute(client: &Client, common: &Common, command: ClientCommand) -> an
         }
     }
     Ok(())
-}
-
-/// One content block as readable text.
-fn describe(block: &ContentBlock) -> String {
-    match block {
-        ContentBlock::Text(t) => t.text.clone(),
-        ContentBlock::Image(i) => {
-            format!("[image {}, {} bytes of base64]", i.mime_type, i.data.len())
-        }
-        ContentBlock::Audio(a) => {
-            format!("[audio {}, {} bytes of base64]", a.mime_type, a.data.len())
-        }
-        ContentBlock::ResourceLink(l) => format!("[link {} {}]", l.name, l.uri),
-        ContentBlock::Resource(r) => match &r.resource {
-            ResourceContents::Text(t) => format!("[resource {}]\n{}", t.uri, t.text),
-            ResourceContents::Blob(b) => {
-                format!("[resource {}, {} bytes of base64]", b.uri, b.blob.len())
-            }
-        },
-        other => serde_json::to_string(other).unwrap_or_default(),
-    }
 }
