@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::context::{Ctx, Scope};
-use super::dispatch::{decode_ref, encode};
+use super::dispatch::{decode, decode_ref, encode};
 use super::handler::{PromptArguments, ResourceRequest};
 use super::input::{InputMode, Rounds};
 use super::registry::ToolEntry;
@@ -93,6 +93,40 @@ struct Round {
     meta: Option<Meta>,
     request_state: Option<String>,
     input_responses: Option<InputResponses>,
+}
+
+impl Round {
+    /// Takes the request's `_meta`, `requestState` and `inputResponses` out of `params`: they
+    /// go to the handler's context, moved rather than copied, and none is part of the params
+    /// digest. Decoded as the request's typed params would decode them (`null` is absent).
+    fn take_from(params: &mut Value) -> Result<Self, ErrorObject> {
+        let Value::Object(map) = params else {
+            // Not an object: the typed decode that follows says why.
+            return Ok(Self {
+                meta: None,
+                request_state: None,
+                input_responses: None,
+            });
+        };
+        let mut take = |key: &str| map.remove(key).filter(|value| !value.is_null());
+        let (meta, request_state, input_responses) =
+            (take("_meta"), take("requestState"), take("inputResponses"));
+        Ok(Self {
+            // An object or a string is taken as it is (a decode would rebuild it); anything
+            // else is decoded only to say why it is refused.
+            meta: match meta {
+                Some(Value::Object(meta)) => Some(meta),
+                other => other.map(|meta| decode(Some(meta))).transpose()?,
+            },
+            request_state: match request_state {
+                Some(Value::String(state)) => Some(state),
+                other => other.map(|state| decode(Some(state))).transpose()?,
+            },
+            input_responses: input_responses
+                .map(|responses| decode(Some(responses)))
+                .transpose()?,
+        })
+    }
 }
 
 /// The handler's context for a request that may ask the client for input.
@@ -211,7 +245,8 @@ pub(crate) async fn call_tool_as(
     cx: RequestContext,
     mode: AsTask,
 ) -> Result<Value, ErrorObject> {
-    let raw = raw.unwrap_or_else(|| json!({}));
+    let mut raw = raw.unwrap_or_else(|| json!({}));
+    let round = Round::take_from(&mut raw)?;
     let mut params: CallToolParams = decode_ref(&raw)?;
     let entry = server
         .read_registry()
@@ -224,11 +259,6 @@ pub(crate) async fn call_tool_as(
         let text = format!("invalid arguments: {}", problems.join("; "));
         return encode(CallToolResult::error(text), &scope);
     }
-    let round = Round {
-        meta: params.meta.take(),
-        request_state: params.request_state.take(),
-        input_responses: params.input_responses.take(),
-    };
     let Value::Object(arguments) = arguments else {
         return Err(ErrorObject::internal("arguments are not an object"));
     };
@@ -310,8 +340,9 @@ pub(crate) async fn read_resource(
     raw: Option<Value>,
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let raw = raw.unwrap_or_else(|| json!({}));
-    let mut params: ReadResourceParams = decode_ref(&raw)?;
+    let mut raw = raw.unwrap_or_else(|| json!({}));
+    let round = Round::take_from(&mut raw)?;
+    let params: ReadResourceParams = decode_ref(&raw)?;
     let found = server
         .read_registry()
         .find_resource(&params.uri)
@@ -328,11 +359,6 @@ pub(crate) async fn read_resource(
             ErrorObject::new(code, format!("resource not found: {}", params.uri))
                 .with_data(json!({ "uri": params.uri })),
         );
-    };
-    let round = Round {
-        meta: params.meta.take(),
-        request_state: params.request_state.take(),
-        input_responses: params.input_responses.take(),
     };
     let (ctx, trip) = context(server, &scope, "resources/read", &raw, round, cx)?;
     let request = ResourceRequest {
@@ -363,7 +389,8 @@ pub(crate) async fn get_prompt(
     raw: Option<Value>,
     cx: RequestContext,
 ) -> Result<Value, ErrorObject> {
-    let raw = raw.unwrap_or_else(|| json!({}));
+    let mut raw = raw.unwrap_or_else(|| json!({}));
+    let round = Round::take_from(&mut raw)?;
     let mut params: GetPromptParams = decode_ref(&raw)?;
     let (prompt, handler) = {
         let registry = server.read_registry();
@@ -381,11 +408,6 @@ pub(crate) async fn get_prompt(
             )));
         }
     }
-    let round = Round {
-        meta: params.meta.take(),
-        request_state: params.request_state.take(),
-        input_responses: params.input_responses.take(),
-    };
     let (ctx, trip) = context(server, &scope, "prompts/get", &raw, round, cx)?;
     let result = (handler.0)(ctx.clone(), arguments).await;
     match settle(server, &ctx, trip, &raw, result)? {

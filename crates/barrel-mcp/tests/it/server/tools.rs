@@ -111,6 +111,50 @@ async fn meta_flows_in_and_out() {
     assert_eq!(fancy["annotations"]["readOnlyHint"], true);
 }
 
+/// `_meta`, `requestState` and `inputResponses` reach the handler's context moved out of the
+/// params: of the wrong type they are still invalid params (-32602), as for any field, on
+/// `tools/call`, `resources/read` and `prompts/get`; `null` is absent.
+#[tokio::test]
+async fn round_fields_of_the_wrong_type_are_invalid_params() {
+    let (client, _) = session().await;
+    let requests = [
+        (
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "message": "m" } }),
+        ),
+        ("resources/read", json!({ "uri": "test://readme" })),
+        (
+            "prompts/get",
+            json!({ "name": "greet", "arguments": { "name": "n" } }),
+        ),
+    ];
+    for (method, params) in requests {
+        for (field, bad) in [
+            ("_meta", json!(5)),
+            ("_meta", json!("text")),
+            ("requestState", json!(7)),
+            ("inputResponses", json!("x")),
+        ] {
+            let mut sent = params.clone();
+            sent[field] = bad.clone();
+            let error = client.request(method, sent).await.expect_err("refused");
+            assert_eq!(
+                error.code,
+                barrel_mcp_types::ErrorCode::INVALID_PARAMS,
+                "{method} {field}: {bad} -> {error:?}"
+            );
+            assert!(error.message.starts_with("invalid params"), "{error:?}");
+        }
+        let mut with_nulls = params.clone();
+        with_nulls["_meta"] = Value::Null;
+        with_nulls["requestState"] = Value::Null;
+        client
+            .request(method, with_nulls)
+            .await
+            .unwrap_or_else(|e| panic!("{method} with null fields: {e:?}"));
+    }
+}
+
 #[tokio::test]
 async fn progress_arrives_in_order_before_the_result() {
     let (client, _) = session().await;
