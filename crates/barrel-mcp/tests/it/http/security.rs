@@ -424,7 +424,6 @@ async fn the_listener_and_the_router_answer_alike() {
 }
 
 async fn listener_and_router_alike(serve_at_root: bool) {
-    use http_body_util::BodyExt;
     use tower::ServiceExt;
     let config = || HttpConfig {
         serve_at_root,
@@ -538,16 +537,7 @@ async fn listener_and_router_alike(serve_at_root: bool) {
             .client()
             .send_to(method.clone(), path, &headers, Some(body))
             .await;
-        let (parts, incoming) = socket.into_parts();
-        let bytes = if parts
-            .headers
-            .get("content-type")
-            .is_some_and(|v| v == "text/event-stream")
-        {
-            bytes::Bytes::new()
-        } else {
-            incoming.collect().await.expect("body").to_bytes()
-        };
+        let (parts, bytes) = head_and_body(socket).await;
         let over_socket = summary(parts.status, &parts.headers, &bytes);
         let mut request = http::Request::builder().method(method.clone()).uri(path);
         if !headers.iter().any(|(k, _)| *k == "host") {
@@ -560,20 +550,31 @@ async fn listener_and_router_alike(serve_at_root: bool) {
             .body(axum::body::Body::from(body.to_owned()))
             .expect("request");
         let answer = router.clone().oneshot(request).await.expect("infallible");
-        let (parts, routed) = answer.into_parts();
-        let bytes = if parts
-            .headers
-            .get("content-type")
-            .is_some_and(|v| v == "text/event-stream")
-        {
-            bytes::Bytes::new()
-        } else {
-            routed.collect().await.expect("body").to_bytes()
-        };
+        let (parts, bytes) = head_and_body(answer).await;
         let through_router = summary(parts.status, &parts.headers, &bytes);
         assert_eq!(
             over_socket, through_router,
             "{method} {path} {headers:?} (serve_at_root {serve_at_root})"
         );
     }
+}
+
+/// A response's head and, unless it is an event stream (which may stay open), its body.
+async fn head_and_body<B>(response: http::Response<B>) -> (http::response::Parts, bytes::Bytes)
+where
+    B: hyper::body::Body<Data = bytes::Bytes>,
+    B::Error: std::fmt::Debug,
+{
+    use http_body_util::BodyExt;
+    let (parts, body) = response.into_parts();
+    let streamed = parts
+        .headers
+        .get("content-type")
+        .is_some_and(|v| v == "text/event-stream");
+    let bytes = if streamed {
+        bytes::Bytes::new()
+    } else {
+        body.collect().await.expect("body").to_bytes()
+    };
+    (parts, bytes)
 }
