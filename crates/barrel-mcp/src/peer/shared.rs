@@ -30,7 +30,8 @@ pub(super) struct Shared {
     pub(super) config: PeerConfig,
     /// Where outgoing messages go, in one order.
     pub(super) outbound: Outbound,
-    /// Cancelled when the connection ends; parent of every inbound request's token.
+    /// Cancelled when the connection ends; parent of every inbound request's token (for one
+    /// request served without a connection, that request's token itself).
     pub(super) closed: CancellationToken,
     /// The next outbound request id.
     pub(super) next_id: AtomicI64,

@@ -371,7 +371,9 @@ impl Ctx {
         self.inner.cancel.cancelled().await;
     }
 
-    /// The request's cancellation token, to hand to other tasks.
+    /// The request's cancellation token, to hand to other tasks. Cancelling it ends the
+    /// request unanswered; over 2026-07-28 or sessionless HTTP, where the request is the whole
+    /// exchange, its stream ends too.
     ///
     /// Example: [`Ctx`].
     pub fn cancellation_token(&self) -> CancellationToken {
