@@ -101,20 +101,25 @@ impl Accepts {
         let mut any = false;
         for value in headers.get_all(header::ACCEPT) {
             any = true;
-            let Ok(text) = value.to_str() else { continue };
-            for item in text.split(',') {
-                let media = item.split(';').next().unwrap_or("").trim();
-                if media.eq_ignore_ascii_case("application/json")
-                    || media.eq_ignore_ascii_case("application/*")
+            // Visible ASCII only (else the value is skipped), then read as bytes: a header is
+            // a few dozen of them, which a byte loop splits faster than `str` patterns do.
+            if value.to_str().is_err() {
+                continue;
+            }
+            for item in value.as_bytes().split(|&b| b == b',') {
+                let media = item.split(|&b| b == b';').next().unwrap_or_default();
+                let media = media.trim_ascii();
+                if media.eq_ignore_ascii_case(b"application/json")
+                    || media.eq_ignore_ascii_case(b"application/*")
                 {
                     accepts.json = true;
                 }
-                if media.eq_ignore_ascii_case("text/event-stream")
-                    || media.eq_ignore_ascii_case("text/*")
+                if media.eq_ignore_ascii_case(b"text/event-stream")
+                    || media.eq_ignore_ascii_case(b"text/*")
                 {
                     accepts.sse = true;
                 }
-                if media == "*/*" {
+                if media == b"*/*" {
                     accepts.json = true;
                     accepts.sse = true;
                 }
@@ -279,6 +284,34 @@ mod tests {
         StreamBody::new(futures_util::stream::iter(
             parts.into_iter().map(Ok).collect::<Vec<_>>(),
         ))
+    }
+
+    #[test]
+    fn accept_lists_are_read_item_by_item() {
+        let cases: [(&[&[u8]], bool, bool); 12] = [
+            (&[], true, true),
+            (&[b"application/json, text/event-stream"], true, true),
+            (&[b"text/event-stream;q=0.9 ,Application/JSON"], true, true),
+            (&[b"application/json"], true, false),
+            (&[b"application/json", b"text/event-stream"], true, true),
+            (&[b"text/*"], false, true),
+            (&[b"application/*;q=1"], true, false),
+            (&[b"*/*"], true, true),
+            (&[b"text/html, application/xml"], false, false),
+            (&[b"application/jsonx, text/event-streams"], false, false),
+            (&[b""], false, false),
+            // Not visible ASCII: the value is skipped, as if absent but counted.
+            (&[b"application/json\xff"], false, false),
+        ];
+        for (values, json, sse) in cases {
+            let mut headers = HeaderMap::new();
+            for value in values {
+                let value = HeaderValue::from_bytes(value).expect("a header value");
+                headers.append(header::ACCEPT, value);
+            }
+            let accepts = Accepts::of(&headers);
+            assert_eq!((accepts.json, accepts.sse), (json, sse), "{values:?}");
+        }
     }
 
     #[tokio::test]
