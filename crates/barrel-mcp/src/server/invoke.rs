@@ -21,7 +21,7 @@ use super::dispatch::{decode, decode_ref, encode};
 use super::handler::{PromptArguments, ResourceRequest};
 use super::input::{InputMode, Rounds};
 use super::registry::ToolEntry;
-use super::request_state::{MAX_TOKEN_LEN, RequestState, params_digest};
+use super::request_state::{MAX_TOKEN_LEN, RequestState, UNDIGESTED, params_digest};
 use super::task_extension::{self, TaskPlan};
 use super::task_input::TaskSlot;
 use crate::Error;
@@ -89,6 +89,7 @@ fn input_mode(
 
 /// What a request carries for its handler's context: its `_meta` and, in 2026-07-28, the
 /// multi round-trip state.
+#[derive(Default)]
 struct Round {
     meta: Option<Meta>,
     request_state: Option<String>,
@@ -96,21 +97,17 @@ struct Round {
 }
 
 impl Round {
-    /// Takes the request's `_meta`, `requestState` and `inputResponses` out of `params`: they
-    /// go to the handler's context, moved rather than copied, and none is part of the params
-    /// digest. Decoded as the request's typed params would decode them (`null` is absent).
+    /// Takes the request's `_meta`, `inputResponses` and `requestState` (the members the
+    /// params digest leaves out, [`UNDIGESTED`]) out of `params`: they go to the handler's
+    /// context, moved rather than copied. Decoded as the request's typed params would decode
+    /// them (`null` is absent).
     fn take_from(params: &mut Value) -> Result<Self, ErrorObject> {
         let Value::Object(map) = params else {
             // Not an object: the typed decode that follows says why.
-            return Ok(Self {
-                meta: None,
-                request_state: None,
-                input_responses: None,
-            });
+            return Ok(Self::default());
         };
-        let mut take = |key: &str| map.remove(key).filter(|value| !value.is_null());
-        let (meta, request_state, input_responses) =
-            (take("_meta"), take("requestState"), take("inputResponses"));
+        let [meta, input_responses, request_state] =
+            UNDIGESTED.map(|key| map.remove(key).filter(|value| !value.is_null()));
         Ok(Self {
             // An object or a string is taken as it is (a decode would rebuild it); anything
             // else is decoded only to say why it is refused.

@@ -64,7 +64,7 @@ const PREFIX: &str = "v2.";
 /// The version tag of the tokens barrel-mcp 0.1 issued (no key id), opened for one release.
 const LEGACY_PREFIX: &str = "v1.";
 /// Params members that change between rounds and so stay out of the digest.
-const UNDIGESTED: [&str; 3] = ["_meta", "inputResponses", "requestState"];
+pub(crate) const UNDIGESTED: [&str; 3] = ["_meta", "inputResponses", "requestState"];
 
 /// What a server carries from one round of a request to the next.
 ///
