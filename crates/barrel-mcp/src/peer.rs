@@ -46,6 +46,8 @@ use crate::Error;
 use crate::transport::Transport;
 
 mod connection;
+#[cfg(feature = "http-server")]
+pub(crate) mod driven;
 mod handlers;
 mod inbound;
 #[cfg(feature = "http-server")]

@@ -2,13 +2,15 @@
 //!
 //! A POST whose body claims a revision in `params._meta` has its envelope read once (by the
 //! server's [`Envelope`]) and compared with its headers (`MCP-Protocol-Version`, `Mcp-Method`,
-//! `Mcp-Name`, `Mcp-Param-*`), then goes straight to the server: its handler runs on one task
-//! ([`one_request`]) and what it sends comes back through one bounded queue. The answer is one
-//! JSON body, unless the handler sends a notification first (progress, logs, a subscription's
-//! acknowledgement): then it becomes an SSE stream of that request's messages, ending with the
-//! response. When the client goes away (the response body is dropped), the handler is
-//! cancelled. A sessionless server's requests in the sessionful revisions
-//! ([`HttpConfig::sessionless`](super::HttpConfig::sessionless)) are served the same way.
+//! `Mcp-Name`, `Mcp-Param-*`), then goes straight to the server: its handler ([`one_request`])
+//! runs on the POST's own task until the answer is known ([`Driven`]), and what it sends comes
+//! back through one bounded queue. The answer is one JSON body, unless the handler sends a
+//! notification first (progress, logs, a subscription's acknowledgement): then it becomes an
+//! SSE stream of that request's messages, ending with the response, and the handler goes on
+//! on a task of its own. When the client goes away (the response is dropped), the handler is
+//! cancelled, and ends on a task of its own too. A sessionless server's requests in the
+//! sessionful revisions ([`HttpConfig::sessionless`](super::HttpConfig::sessionless)) are
+//! served the same way.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -26,6 +28,7 @@ use super::State;
 use super::reply::{self, Accepts};
 use super::sse;
 use crate::peer::Queued;
+use crate::peer::driven::Driven;
 use crate::peer::one_request;
 use crate::server::{self, Envelope, Scope, Server};
 use crate::transport::Caller;
@@ -232,28 +235,36 @@ pub(crate) async fn serve(
     let id = request.id.clone();
     let server = state.server.clone();
     let config = server.config().peer.clone();
-    state.tasks.spawn(one_request::serve(
-        config,
-        route,
-        request,
-        caller,
-        move |request, cx| match era {
-            Era::Stateless(scope) => server::serve_stateless(&server, scope, request, cx),
-            Era::Sessionless(version) => server::serve_sessionless(&server, version, request, cx),
-        },
-    ));
+    // Driven on this task until the answer is known; spawned when it must go on without it
+    // (the answer is a stream, or this future was dropped because the client went away).
+    let mut work = Driven::new(
+        one_request::serve(
+            config,
+            route,
+            request,
+            caller,
+            move |request, cx| match era {
+                Era::Stateless(scope) => server::serve_stateless(&server, scope, request, cx),
+                Era::Sessionless(version) => {
+                    server::serve_sessionless(&server, version, request, cx)
+                }
+            },
+        ),
+        &state.tasks,
+    );
     // Dropping this (the client went away, or the answer is complete) cancels the handler.
     let over = close.clone();
     let guard = close.drop_guard();
-    let mut first = rx.recv().await;
+    let mut first = work.alongside(rx.recv()).await;
     if !accepts.sse {
         while first
             .as_ref()
             .is_some_and(|outgoing| matches!(outgoing.message, Message::Notification(_)))
         {
-            first = rx.recv().await;
+            first = work.alongside(rx.recv()).await;
         }
     }
+    work.detach();
     match first.map(|outgoing| outgoing.message) {
         Some(Message::Response(response)) => {
             let status = match &response.outcome {

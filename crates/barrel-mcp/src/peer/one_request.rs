@@ -1,6 +1,7 @@
 //! One inbound request served without a connection: an HTTP POST outside any session.
 //!
-//! There is no read loop, write loop or in-flight table: the handler runs on one task, with
+//! There is no read loop, write loop or in-flight table: the handler runs as one future (driven
+//! by the POST's task until its answer is known, [`Driven`](super::driven::Driven)), with
 //! the guarantees it has on a connection (a panic is answered -32603, a cancelled request is
 //! not answered, an over-long id is refused), and what it sends, then its response, go to one
 //! bounded queue that the HTTP answer reads. Nothing can carry the other side's answers back,
@@ -33,7 +34,8 @@ pub(crate) struct Route {
     pub(crate) stalled: Duration,
 }
 
-/// The future that runs `request` through `handler` and queues its response; spawn it.
+/// The future that runs `request` through `handler` and queues its response; drive it, or
+/// spawn it.
 pub(crate) fn serve(
     config: PeerConfig,
     route: Route,
