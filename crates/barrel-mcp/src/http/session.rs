@@ -3,7 +3,7 @@
 //! A session is one long-lived server connection without loops
 //! ([`Server::open_session`](crate::server::Server::open_session)). Each POST hands its message
 //! to the connection's [`Inlet`] after it passed every check, on the POST's own task (a
-//! request's handler is spawned from there). What the server
+//! request's handler is driven from there until the POST's first answer is in, [`Driven`]). What the server
 //! sends is routed at once by [`SessionWriter`], by the inbound request it belongs to: to the
 //! SSE stream (or the pending JSON reply) of the POST that carried that request, and
 //! everything unrelated (`list_changed`, `resources/updated`, requests not made for a request)
@@ -30,6 +30,7 @@ use super::routing::{
 };
 use super::sse::{self, Attached, EventStream, Limits};
 use super::streams::Streams;
+use crate::peer::driven::Driven;
 use crate::peer::{DirectWriter, Inlet};
 use crate::server::SessionEvents;
 use crate::store::SessionChange;
@@ -216,7 +217,7 @@ impl HttpSession {
         request: Request,
         caller: Option<Arc<Caller>>,
         stream: bool,
-    ) -> Result<Reply, Refused> {
+    ) -> Result<(Reply, Option<Driven>), Refused> {
         let id = request.id.clone();
         let reply = {
             let mut routing = self.routing();
@@ -242,11 +243,13 @@ impl HttpSession {
                 Reply::Json(rx)
             }
         };
-        if self.feed(Message::Request(request), caller).await.is_err() {
-            self.routing().by_request.remove(&id);
-            return Err(Refused::Ended);
+        match self.feed(Message::Request(request), caller).await {
+            Ok(work) => Ok((reply, work)),
+            Err(refused) => {
+                self.routing().by_request.remove(&id);
+                Err(refused)
+            }
         }
-        Ok(reply)
     }
 
     /// True while the answer to the client's request `id` is routed by this copy (the
@@ -262,10 +265,17 @@ impl HttpSession {
         message: Message,
         caller: Option<Arc<Caller>>,
     ) -> Result<(), Refused> {
-        self.feed(message, caller).await
+        // A legacy request's handler goes on on a task of its own (dropping `Driven` spawns it).
+        self.feed(message, caller).await.map(drop)
     }
 
-    async fn feed(&self, message: Message, caller: Option<Arc<Caller>>) -> Result<(), Refused> {
+    /// Hands `message` to the session's connection; a request's handler comes back, to be
+    /// driven by the caller.
+    async fn feed(
+        &self,
+        message: Message,
+        caller: Option<Arc<Caller>>,
+    ) -> Result<Option<Driven>, Refused> {
         let inlet = self.inlet().clone().ok_or(Refused::Ended)?;
         inlet
             .deliver(Ok(message), caller)

@@ -12,6 +12,7 @@
 //! and deleting a session go through the store (`replica.rs`): a session another node opened
 //! is served here on a local replica, and a store that cannot answer is 503, never 404.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::response::Response;
@@ -29,6 +30,7 @@ use super::session::{HttpSession, Refused, Reply};
 use super::sessions::CreateError;
 use super::sse;
 use super::{State, guard};
+use crate::peer::driven::Driven;
 use crate::transport::Caller;
 
 /// POST of a message that belongs to a session (or `initialize`, which opens one).
@@ -75,12 +77,14 @@ pub(crate) async fn post(
             let id = request.id.clone();
             let stream = accepts.sse && !(state.config.json_response && accepts.json);
             match session.request(request, caller, stream).await {
-                Ok(Reply::Stream(mut attached)) => {
+                // The handler is driven here until the first answer is in, then goes on on a
+                // task of its own (dropping `work` spawns what is left of it).
+                Ok((Reply::Stream(mut attached), work)) => {
                     let mut wait = state.config.sse_first_event_wait;
                     if let Some(journal) = &session.journal {
                         wait = wait.max(journal.shared.first_event_wait);
                     }
-                    sse::gather_first(&mut attached, wait).await;
+                    drive(work, sse::gather_first(&mut attached, wait)).await;
                     reply::event_stream(sse::body(
                         attached.initial,
                         attached.live,
@@ -89,7 +93,7 @@ pub(crate) async fn post(
                         None,
                     ))
                 }
-                Ok(Reply::Json(answer)) => match answer.await {
+                Ok((Reply::Json(answer), work)) => match drive(work, answer).await {
                     Ok(text) => reply::json_text(StatusCode::OK, text),
                     // Cancelled, or the session ended before answering.
                     Err(_) => reply::empty(StatusCode::NO_CONTENT),
@@ -112,6 +116,15 @@ pub(crate) async fn post(
             .insert(reply::SESSION_ID, value.clone());
     }
     response
+}
+
+/// Waits for `answer` while driving the request's handler `work` (when it came back to be
+/// driven); what is left of it then goes on on a task of its own.
+async fn drive<T>(work: Option<Driven>, answer: impl Future<Output = T>) -> T {
+    match work {
+        Some(mut work) => work.alongside(answer).await,
+        None => answer.await,
+    }
 }
 
 /// GET: the session's stream for server-initiated messages, or a resumed stream.

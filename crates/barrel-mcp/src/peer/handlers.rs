@@ -1,6 +1,7 @@
-//! The tasks running a connection's inbound request handlers. Each forgets itself when it ends,
-//! so an idle connection holds none; those still running when the connection ends get a grace
-//! period, and are then aborted.
+//! A connection's inbound request handlers: on tasks of their own, or driven by the task that
+//! waits for their answer (an HTTP POST, [`Driven`]) until they are spawned. Each forgets
+//! itself when it ends, so an idle connection holds none; those still running when the
+//! connection ends get a grace period, and those on tasks are then aborted.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -11,6 +12,8 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::shared::{Shared, lock};
+#[cfg(feature = "http-server")]
+use super::{BoxFuture, driven::Driven};
 
 #[derive(Default)]
 pub(super) struct Handlers {
@@ -23,8 +26,8 @@ pub(super) struct Handlers {
 struct Running {
     next: u64,
     /// Keyed by numbers this connection hands out, never by anything a peer chose: a fast
-    /// hasher is enough.
-    tasks: HashMap<u64, JoinHandle<()>, foldhash::fast::RandomState>,
+    /// hasher is enough. `None` for a handler driven by its waiter.
+    tasks: HashMap<u64, Option<JoinHandle<()>>, foldhash::fast::RandomState>,
     /// Set once the connection's handlers were stopped: no task starts after that.
     stopped: bool,
 }
@@ -34,23 +37,58 @@ impl Handlers {
     /// were stopped already (its request was cancelled with the connection, so it would not
     /// be answered).
     pub(super) fn spawn(shared: &Arc<Shared>, work: impl Future<Output = ()> + Send + 'static) {
-        let owner = Arc::clone(shared);
         // Held while spawning, so the task cannot forget itself before it is recorded.
         let mut running = lock(&shared.handlers.running);
-        if running.stopped {
-            tracing::debug!("the connection has ended; a handler that would wait is dropped");
-            return;
-        }
-        running.next += 1;
-        let key = running.next;
+        let Some(key) = running.admit() else { return };
+        let owner = Arc::clone(shared);
         let task = tokio::spawn(async move {
             work.await;
             owner.handlers.forget(key);
         });
-        running.tasks.insert(key, task);
+        running.tasks.insert(key, Some(task));
     }
 
-    fn forget(&self, key: u64) {
+    /// Hands `work` back to be driven by the caller's task, counted with the running
+    /// handlers; `None` (the work dropped) when the connection's handlers were stopped.
+    #[cfg(feature = "http-server")]
+    pub(super) fn drive(
+        shared: &Arc<Shared>,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) -> Option<Driven> {
+        let key = {
+            let mut running = lock(&shared.handlers.running);
+            let key = running.admit()?;
+            running.tasks.insert(key, None);
+            key
+        };
+        let owner = Arc::clone(shared);
+        let work = async move {
+            work.await;
+            owner.handlers.forget(key);
+        };
+        Some(Driven::on_connection(work, Arc::clone(shared), key))
+    }
+
+    /// Moves driven work `key` onto a task of its own; drops it when the connection's
+    /// handlers were stopped (a stop that gave up on it already).
+    #[cfg(feature = "http-server")]
+    pub(super) fn adopt(shared: &Shared, key: u64, work: BoxFuture<'static, ()>) {
+        let mut running = lock(&shared.handlers.running);
+        if running.stopped {
+            return;
+        }
+        // Held while spawning, so the task cannot forget itself before it is recorded.
+        let task = tokio::spawn(work);
+        running.tasks.insert(key, Some(task));
+    }
+
+    /// How many handlers run (on tasks or driven).
+    #[cfg(test)]
+    pub(super) fn running_count(&self) -> usize {
+        lock(&self.running).tasks.len()
+    }
+
+    pub(super) fn forget(&self, key: u64) {
         lock(&self.running).tasks.remove(&key);
         self.ended.notify_waiters();
     }
@@ -71,10 +109,12 @@ impl Handlers {
             }
         };
         let _ = tokio::time::timeout(grace, all_ended).await;
+        // Driven handlers have no task to abort: they end with their waiter, or are dropped
+        // when it moves them here (`adopt`) after this.
         let stuck: Vec<JoinHandle<()>> = {
             let mut running = lock(&self.running);
             running.stopped = true;
-            running.tasks.drain().map(|(_, t)| t).collect()
+            running.tasks.drain().filter_map(|(_, t)| t).collect()
         };
         if stuck.is_empty() {
             return;
@@ -89,5 +129,17 @@ impl Handlers {
         for task in stuck {
             let _ = task.await;
         }
+    }
+}
+
+impl Running {
+    /// A key for a new handler; `None` once the handlers were stopped.
+    fn admit(&mut self) -> Option<u64> {
+        if self.stopped {
+            tracing::debug!("the connection has ended; a handler that would wait is dropped");
+            return None;
+        }
+        self.next += 1;
+        Some(self.next)
     }
 }

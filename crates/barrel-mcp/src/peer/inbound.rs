@@ -1,6 +1,7 @@
 //! Inbound messages: requests, notifications, responses and undecodable frames, from the read
 //! loop or handed in one at a time (`inlet.rs`).
 
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -30,33 +31,39 @@ pub(super) async fn read_loop<R: MessageReader>(
             frame = reader.recv() => frame?,
         };
         let Some(frame) = frame else { return Ok(()) };
-        on_frame(frame, reader.caller(), handler, peer).await;
+        if let Some(work) = on_frame(frame, reader.caller(), handler, peer).await {
+            Handlers::spawn(shared, work);
+        }
     }
 }
 
 /// Takes one inbound frame: a request goes to the handler, a notification too (but
 /// cancellation and progress, which the peer handles), a response to the request waiting
-/// for it, an undecodable frame is answered.
+/// for it, an undecodable frame is answered. An admitted request returns its handler's work,
+/// to be spawned or driven; it answers the request.
 pub(super) async fn on_frame(
     frame: Frame,
     caller: Option<Arc<Caller>>,
     handler: &dyn Handler,
     peer: &Peer,
-) {
+) -> Option<impl Future<Output = ()> + Send + 'static> {
     match frame {
-        Ok(Message::Request(request)) => on_request(request, caller, handler, peer).await,
+        Ok(Message::Request(request)) => return on_request(request, caller, handler, peer).await,
         Ok(Message::Notification(notification)) => on_notification(notification, handler, peer),
         Ok(Message::Response(response)) => peer.shared.complete(response),
         Err(error) => on_decode_error(error, &peer.shared).await,
     }
+    None
 }
 
+/// Admits `request` (or answers its refusal) and returns the work that runs its handler and
+/// answers it.
 async fn on_request(
     request: Request,
     caller: Option<Arc<Caller>>,
     handler: &dyn Handler,
     peer: &Peer,
-) {
+) -> Option<impl Future<Output = ()> + Send + 'static> {
     let shared = &peer.shared;
     let id = request.id.clone();
     if let Some(error) = id_too_long(&shared.config, &request) {
@@ -65,7 +72,7 @@ async fn on_request(
         shared
             .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
             .await;
-        return;
+        return None;
     }
     let admitted = {
         let mut in_flight = lock(&shared.in_flight);
@@ -99,7 +106,7 @@ async fn on_request(
             shared
                 .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
                 .await;
-            return;
+            return None;
         }
     };
     let method = request.method.clone();
@@ -110,9 +117,8 @@ async fn on_request(
         caller,
     };
     let started = unwind::start(|| handler.on_request(request, cx));
-    let owner = Arc::clone(shared);
-    Handlers::spawn(shared, async move {
-        let shared = owner;
+    let shared = Arc::clone(shared);
+    Some(async move {
         let outcome = unwind::outcome(started, &id, &method).await;
         lock(&shared.in_flight).remove(&id);
         if cancel.is_cancelled() {
@@ -125,7 +131,7 @@ async fn on_request(
             shared.enqueue(response.into(), Some(id)).await;
         }
         shared.request_finished();
-    });
+    })
 }
 
 /// Calls a handler's hook on the read loop; a panic in it is logged, and reading goes on.

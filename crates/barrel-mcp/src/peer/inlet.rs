@@ -2,13 +2,16 @@
 //! never waits to write: an HTTP session.
 //!
 //! Each message is handed in by the task that carried it ([`Inlet::deliver`], an HTTP POST),
-//! which spawns the handler of a request as a read loop would; what the connection sends is
+//! which drives the handler of a request until it must go on alone, then spawns it as a read
+//! loop would; what the connection sends is
 //! written by the sender at once ([`DirectWriter`]). The connection's own future only waits for its end:
 //! the input ends ([`Inlet::end_input`]) and what runs is drained, or it is closed.
 
 use std::future::Future;
 use std::sync::Arc;
 
+use super::driven::Driven;
+use super::handlers::Handlers;
 use super::inbound;
 use super::shared::{Outbound, RequestIds, Shared};
 use super::{Handler, Peer, PeerConfig};
@@ -39,20 +42,21 @@ impl std::fmt::Debug for Inlet {
 }
 
 impl Inlet {
-    /// Takes one message from `caller`, as a read loop would (a request's handler runs on a
-    /// task of its own). `Closed` once the input has ended or the connection is closed: the
-    /// message was not taken.
+    /// Takes one message from `caller`, as a read loop would. A request's handler comes back
+    /// to be driven by the caller's task ([`Driven`]: dropping it spawns it, as a read loop
+    /// would). `Closed` once the input has ended or the connection is closed: the message was
+    /// not taken.
     pub(crate) async fn deliver(
         &self,
         frame: Frame,
         caller: Option<Arc<Caller>>,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Driven>, Error> {
         let shared = &self.peer.shared;
         if shared.closed.is_cancelled() || shared.input_ended.is_cancelled() {
             return Err(Error::Closed);
         }
-        inbound::on_frame(frame, caller, &*self.handler, &self.peer).await;
-        Ok(())
+        let work = inbound::on_frame(frame, caller, &*self.handler, &self.peer).await;
+        Ok(work.and_then(|work| Handlers::drive(shared, work)))
     }
 
     /// Ends the input: nothing more is taken; requests already taken finish and are answered
@@ -218,6 +222,66 @@ mod tests {
         let written = written(&recorder, 2).await;
         assert!(matches!(written[0], Message::Notification(_)));
         assert!(is_response(&written[1], 1));
+    }
+
+    #[tokio::test]
+    async fn a_request_is_driven_by_the_task_that_delivered_it() {
+        let (inlet, recorder, _, _) = open_recorded();
+        let mut work = inlet
+            .deliver(request(1, "now"), None)
+            .await
+            .expect("taken")
+            .expect("a request's handler comes back");
+        assert!(recorder.messages().is_empty(), "nothing ran yet");
+        assert_eq!(inlet.peer.shared.handlers.running_count(), 1);
+        // One poll of the caller runs the handler to its end: no task, no wait.
+        work.alongside(std::future::ready(())).await;
+        let written = recorder.messages();
+        assert!(is_response(&written[1], 1), "{written:?}");
+        drop(work);
+        assert_eq!(inlet.peer.shared.handlers.running_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_driven_handler_left_unfinished_goes_on_on_a_task() {
+        let (inlet, recorder, release, _) = open_recorded();
+        let mut work = inlet
+            .deliver(request(1, "later"), None)
+            .await
+            .expect("taken")
+            .expect("a request's handler comes back");
+        work.alongside(std::future::ready(())).await;
+        assert!(recorder.messages().is_empty(), "the handler waits");
+        // The POST that drove it is done (or its client went away): the handler goes on.
+        drop(work);
+        release.notify_one();
+        let written = written(&recorder, 2).await;
+        assert!(is_response(&written[1], 1), "{written:?}");
+    }
+
+    #[tokio::test]
+    async fn a_driven_handler_is_given_its_grace_when_the_connection_ends_then_dropped() {
+        let (inlet, recorder, _, run) = open_recorded();
+        let mut work = inlet
+            .deliver(request(1, "later"), None)
+            .await
+            .expect("taken")
+            .expect("a request's handler comes back");
+        work.alongside(std::future::ready(())).await;
+        let started = tokio::time::Instant::now();
+        inlet.peer().close();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the connection ended")
+            .expect("no panic");
+        assert!(
+            started.elapsed() >= Duration::from_millis(50),
+            "the end waited for the driven handler's grace"
+        );
+        // Left by its waiter after the end: dropped, not spawned.
+        drop(work);
+        assert_eq!(inlet.peer.shared.handlers.running_count(), 0);
+        assert!(*recorder.was_closed.lock().unwrap());
     }
 
     #[tokio::test]
