@@ -125,11 +125,20 @@ impl From<MembersError> for DecodeError {
 
 impl Members {
     /// Reads one frame of bytes.
+    ///
+    /// A frame that is UTF-8 as a whole (any JSON text is) is checked once, up front, so its
+    /// strings are not checked one by one again; one that is not fails as a plain parse does,
+    /// with its error.
     pub fn read(bytes: &[u8]) -> Result<Self, MembersError> {
-        if let Ok(FromObject(members)) = serde_json::from_slice(bytes) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return serde_json::from_slice::<Value>(bytes)
+                .map_err(MembersError::Json)
+                .and_then(Self::from_value);
+        };
+        if let Ok(FromObject(members)) = serde_json::from_str(text) {
             return Ok(members);
         }
-        serde_json::from_slice::<Value>(bytes)
+        serde_json::from_str::<Value>(text)
             .map_err(MembersError::Json)
             .and_then(Self::from_value)
     }
@@ -370,5 +379,30 @@ mod tests {
             Members::read(deep.as_bytes()),
             Err(MembersError::Json(_))
         ));
+    }
+
+    /// A frame is checked for UTF-8 once: text reads as before, and bytes that are not UTF-8
+    /// (inside a string or outside) fail with a plain parse's own error.
+    #[test]
+    fn utf8_is_checked_once_for_the_whole_frame() {
+        let text =
+            r#"{"jsonrpc":"2.0","id":"é-1","method":"m","params":{"q":"naïve ☃ 🦀","\u00e9":1}}"#;
+        let members = Members::read(text.as_bytes()).expect("members");
+        assert_eq!(members.get("id"), Some(&Value::from("é-1")));
+        assert_eq!(
+            members.get("params"),
+            Some(&serde_json::json!({ "q": "naïve ☃ 🦀", "é": 1 }))
+        );
+        for bytes in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\xff\"}"[..],
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1\xc3}"[..],
+            &b"\xef\xbb\xbf{}"[..],
+        ] {
+            let plain = serde_json::from_slice::<Value>(bytes).expect_err("not JSON");
+            match Members::read(bytes) {
+                Err(MembersError::Json(error)) => assert_eq!(error.to_string(), plain.to_string()),
+                other => panic!("a parse error, not {other:?}"),
+            }
+        }
     }
 }
