@@ -1,7 +1,7 @@
 //! A connection's inbound request handlers: on tasks of their own, or driven by the task that
 //! waits for their answer (an HTTP POST, [`Driven`]) until they are spawned. Each forgets
 //! itself when it ends, so an idle connection holds none; those still running when the
-//! connection ends get a grace period, and those on tasks are then aborted.
+//! connection ends get a grace period, and are then aborted, driven or not.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -14,6 +14,8 @@ use tokio::task::JoinHandle;
 use super::shared::{Shared, lock};
 #[cfg(feature = "http-server")]
 use super::{BoxFuture, driven::Driven};
+#[cfg(feature = "http-server")]
+use futures_util::future::{AbortHandle, Abortable};
 
 #[derive(Default)]
 pub(super) struct Handlers {
@@ -26,10 +28,20 @@ pub(super) struct Handlers {
 struct Running {
     next: u64,
     /// Keyed by numbers this connection hands out, never by anything a peer chose: a fast
-    /// hasher is enough. `None` for a handler driven by its waiter.
-    tasks: HashMap<u64, Option<JoinHandle<()>>, foldhash::fast::RandomState>,
+    /// hasher is enough.
+    tasks: HashMap<u64, Slot, foldhash::fast::RandomState>,
     /// Set once the connection's handlers were stopped: no task starts after that.
     stopped: bool,
+}
+
+/// How a running handler is stopped.
+enum Slot {
+    /// It runs on a task of its own.
+    Task(JoinHandle<()>),
+    /// It is driven by its waiter: aborted, it ends at its waiter's next poll (which the
+    /// abort wakes) without running any more of its code.
+    #[cfg(feature = "http-server")]
+    Driven(AbortHandle),
 }
 
 impl Handlers {
@@ -45,7 +57,7 @@ impl Handlers {
             work.await;
             owner.handlers.forget(key);
         });
-        running.tasks.insert(key, Some(task));
+        running.tasks.insert(key, Slot::Task(task));
     }
 
     /// Hands `work` back to be driven by the caller's task, counted with the running
@@ -55,15 +67,17 @@ impl Handlers {
         shared: &Arc<Shared>,
         work: impl Future<Output = ()> + Send + 'static,
     ) -> Option<Driven> {
+        let (abort, registration) = AbortHandle::new_pair();
         let key = {
             let mut running = lock(&shared.handlers.running);
             let key = running.admit()?;
-            running.tasks.insert(key, None);
+            running.tasks.insert(key, Slot::Driven(abort));
             key
         };
         let owner = Arc::clone(shared);
         let work = async move {
-            work.await;
+            // Aborted or not, it forgets itself.
+            let _ = Abortable::new(work, registration).await;
             owner.handlers.forget(key);
         };
         Some(Driven::on_connection(work, Arc::clone(shared), key))
@@ -75,15 +89,18 @@ impl Handlers {
     pub(super) fn adopt(shared: &Shared, key: u64, work: BoxFuture<'static, ()>) {
         let mut running = lock(&shared.handlers.running);
         if running.stopped {
+            tracing::debug!(
+                "the connection has ended; a driven handler left by its waiter is dropped"
+            );
             return;
         }
         // Held while spawning, so the task cannot forget itself before it is recorded.
         let task = tokio::spawn(work);
-        running.tasks.insert(key, Some(task));
+        running.tasks.insert(key, Slot::Task(task));
     }
 
     /// How many handlers run (on tasks or driven).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "http-server"))]
     pub(super) fn running_count(&self) -> usize {
         lock(&self.running).tasks.len()
     }
@@ -94,8 +111,9 @@ impl Handlers {
     }
 
     /// Gives the handlers still running `grace` to return (their requests are cancelled by
-    /// now), then aborts the rest and waits until they are gone, so no task of the connection
-    /// outlives it.
+    /// now), then aborts the rest and waits until those on tasks are gone, so no handler code
+    /// of the connection runs after it (a driven handler, aborted, runs none; its waiter drops
+    /// it).
     pub(super) async fn stop(&self, grace: Duration) {
         let all_ended = async {
             loop {
@@ -109,12 +127,10 @@ impl Handlers {
             }
         };
         let _ = tokio::time::timeout(grace, all_ended).await;
-        // Driven handlers have no task to abort: they end with their waiter, or are dropped
-        // when it moves them here (`adopt`) after this.
-        let stuck: Vec<JoinHandle<()>> = {
+        let stuck: Vec<Slot> = {
             let mut running = lock(&self.running);
             running.stopped = true;
-            running.tasks.drain().filter_map(|(_, t)| t).collect()
+            running.tasks.drain().map(|(_, slot)| slot).collect()
         };
         if stuck.is_empty() {
             return;
@@ -123,10 +139,19 @@ impl Handlers {
             count = stuck.len(),
             "handlers ignored cancellation; aborted"
         );
-        for task in &stuck {
-            task.abort();
+        let mut tasks = Vec::with_capacity(stuck.len());
+        for slot in stuck {
+            match slot {
+                Slot::Task(task) => {
+                    task.abort();
+                    tasks.push(task);
+                }
+                // Its code never runs again; its waiter drops it.
+                #[cfg(feature = "http-server")]
+                Slot::Driven(abort) => abort.abort(),
+            }
         }
-        for task in stuck {
+        for task in tasks {
             let _ = task.await;
         }
     }

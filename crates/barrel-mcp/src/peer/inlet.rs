@@ -260,7 +260,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_driven_handler_is_given_its_grace_when_the_connection_ends_then_dropped() {
+    async fn a_driven_handler_is_given_its_grace_when_the_connection_ends_then_aborted() {
         let (inlet, recorder, _, run) = open_recorded();
         let mut work = inlet
             .deliver(request(1, "later"), None)
@@ -278,10 +278,37 @@ mod tests {
             started.elapsed() >= Duration::from_millis(50),
             "the end waited for the driven handler's grace"
         );
-        // Left by its waiter after the end: dropped, not spawned.
+        assert_eq!(inlet.peer.shared.handlers.running_count(), 0);
+        // It ignored its cancellation (it waits for `release`, never given): aborted, it ends
+        // at its waiter's next poll, without running on.
+        assert!(!work.is_done());
+        work.alongside(std::future::ready(())).await;
+        assert!(work.is_done(), "aborted with its connection");
         drop(work);
         assert_eq!(inlet.peer.shared.handlers.running_count(), 0);
+        assert!(recorder.messages().is_empty(), "{:?}", recorder.messages());
         assert!(*recorder.was_closed.lock().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_driven_handler_left_after_the_connection_ended_is_not_spawned() {
+        let (inlet, _, release, run) = open_recorded();
+        let mut work = inlet
+            .deliver(request(1, "later"), None)
+            .await
+            .expect("taken")
+            .expect("a request's handler comes back");
+        work.alongside(std::future::ready(())).await;
+        inlet.peer().close();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the connection ended")
+            .expect("no panic");
+        // Its waiter lets go without polling it again: nothing is spawned for it.
+        drop(work);
+        release.notify_one();
+        tokio::task::yield_now().await;
+        assert_eq!(inlet.peer.shared.handlers.running_count(), 0);
     }
 
     #[tokio::test]

@@ -100,3 +100,22 @@ fn outside_a_runtime_what_is_left_is_dropped() {
         "the work and what it held are gone"
     );
 }
+
+#[tokio::test]
+async fn work_that_panics_on_its_waiter_is_dropped_and_the_waiter_goes_on() {
+    let tasks = TaskTracker::new();
+    let (tx, mut rx) = mpsc::channel::<u8>(1);
+    let mut driven = Driven::new(
+        async move {
+            let _keep = tx;
+            panic!("a bug below the handler");
+        },
+        &tasks,
+    );
+    // The panic is caught; the queue's sender went with the work, so the waiter sees the end.
+    assert_eq!(driven.alongside(rx.recv()).await, None);
+    assert!(driven.is_done());
+    assert_eq!(tasks.len(), 0, "the token went with the work");
+    drop(driven);
+    assert_eq!(tasks.len(), 0, "nothing was spawned");
+}
