@@ -215,6 +215,24 @@ mod tests {
         recorder.messages()
     }
 
+    /// Delivers request 1 of `method` and takes its handler back, to drive it.
+    async fn deliver_driven(inlet: &Inlet, method: &str) -> Driven {
+        inlet
+            .deliver(request(1, method), None)
+            .await
+            .expect("taken")
+            .expect("a request's handler comes back")
+    }
+
+    /// Closes the connection and waits for its end.
+    async fn close_and_wait(inlet: &Inlet, run: tokio::task::JoinHandle<()>) {
+        inlet.peer().close();
+        tokio::time::timeout(Duration::from_secs(5), run)
+            .await
+            .expect("the connection ended")
+            .expect("no panic");
+    }
+
     #[tokio::test]
     async fn what_a_handler_sends_is_written_before_its_response() {
         let (inlet, recorder, _, _) = open_recorded();
@@ -227,11 +245,7 @@ mod tests {
     #[tokio::test]
     async fn a_request_is_driven_by_the_task_that_delivered_it() {
         let (inlet, recorder, _, _) = open_recorded();
-        let mut work = inlet
-            .deliver(request(1, "now"), None)
-            .await
-            .expect("taken")
-            .expect("a request's handler comes back");
+        let mut work = deliver_driven(&inlet, "now").await;
         assert!(recorder.messages().is_empty(), "nothing ran yet");
         assert_eq!(inlet.peer.shared.handlers.running_count(), 1);
         // One poll of the caller runs the handler to its end: no task, no wait.
@@ -245,11 +259,7 @@ mod tests {
     #[tokio::test]
     async fn a_driven_handler_left_unfinished_goes_on_on_a_task() {
         let (inlet, recorder, release, _) = open_recorded();
-        let mut work = inlet
-            .deliver(request(1, "later"), None)
-            .await
-            .expect("taken")
-            .expect("a request's handler comes back");
+        let mut work = deliver_driven(&inlet, "later").await;
         work.alongside(std::future::ready(())).await;
         assert!(recorder.messages().is_empty(), "the handler waits");
         // The POST that drove it is done (or its client went away): the handler goes on.
@@ -262,18 +272,10 @@ mod tests {
     #[tokio::test]
     async fn a_driven_handler_is_given_its_grace_when_the_connection_ends_then_aborted() {
         let (inlet, recorder, _, run) = open_recorded();
-        let mut work = inlet
-            .deliver(request(1, "later"), None)
-            .await
-            .expect("taken")
-            .expect("a request's handler comes back");
+        let mut work = deliver_driven(&inlet, "later").await;
         work.alongside(std::future::ready(())).await;
         let started = tokio::time::Instant::now();
-        inlet.peer().close();
-        tokio::time::timeout(Duration::from_secs(5), run)
-            .await
-            .expect("the connection ended")
-            .expect("no panic");
+        close_and_wait(&inlet, run).await;
         assert!(
             started.elapsed() >= Duration::from_millis(50),
             "the end waited for the driven handler's grace"
@@ -293,17 +295,9 @@ mod tests {
     #[tokio::test]
     async fn a_driven_handler_left_after_the_connection_ended_is_not_spawned() {
         let (inlet, _, release, run) = open_recorded();
-        let mut work = inlet
-            .deliver(request(1, "later"), None)
-            .await
-            .expect("taken")
-            .expect("a request's handler comes back");
+        let mut work = deliver_driven(&inlet, "later").await;
         work.alongside(std::future::ready(())).await;
-        inlet.peer().close();
-        tokio::time::timeout(Duration::from_secs(5), run)
-            .await
-            .expect("the connection ended")
-            .expect("no panic");
+        close_and_wait(&inlet, run).await;
         // Its waiter lets go without polling it again: nothing is spawned for it.
         drop(work);
         release.notify_one();
