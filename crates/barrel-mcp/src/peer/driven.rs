@@ -86,8 +86,9 @@ impl Driven {
                             panic = panic_text(&*panic),
                             "a driven request's work panicked; dropped"
                         );
+                        let owner = self.owner.take();
                         drop(work);
-                        if let Some(Owner::Connection(shared, key)) = self.owner.take() {
+                        if let Some(Owner::Connection(shared, key)) = owner {
                             shared.handlers.forget(key);
                         }
                     }

@@ -39,7 +39,7 @@ enum Slot {
     /// It runs on a task of its own.
     Task(JoinHandle<()>),
     /// It is driven by its waiter: aborted, it ends at its waiter's next poll (which the
-    /// abort wakes) without running any more of its code.
+    /// abort wakes) without running any more of its code (a poll under way finishes first).
     #[cfg(feature = "http-server")]
     Driven(AbortHandle),
 }
@@ -111,9 +111,9 @@ impl Handlers {
     }
 
     /// Gives the handlers still running `grace` to return (their requests are cancelled by
-    /// now), then aborts the rest and waits until those on tasks are gone, so no handler code
-    /// of the connection runs after it (a driven handler, aborted, runs none; its waiter drops
-    /// it).
+    /// now), then aborts the rest and waits until those on tasks are gone. A driven handler,
+    /// aborted, runs no more code once the poll its waiter may be in returns; its waiter drops
+    /// it (this does not wait for that poll).
     pub(super) async fn stop(&self, grace: Duration) {
         let all_ended = async {
             loop {

@@ -300,9 +300,28 @@ mod tests {
         close_and_wait(&inlet, run).await;
         // Its waiter lets go without polling it again: nothing is spawned for it.
         drop(work);
+        assert_eq!(inlet.peer.shared.handlers.running_count(), 0);
         release.notify_one();
         tokio::task::yield_now().await;
         assert_eq!(inlet.peer.shared.handlers.running_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn driven_work_that_panics_below_the_handler_leaves_no_entry() {
+        let (inlet, _, _, _) = open_recorded();
+        let shared = &inlet.peer.shared;
+        let mut work = super::Handlers::drive(shared, async { panic!("a bug below the handler") })
+            .expect("the connection runs");
+        assert_eq!(shared.handlers.running_count(), 1);
+        work.alongside(std::future::ready(())).await;
+        assert!(work.is_done(), "the panic was caught and the work dropped");
+        assert_eq!(
+            shared.handlers.running_count(),
+            0,
+            "its entry was forgotten"
+        );
+        drop(work);
+        assert_eq!(shared.handlers.running_count(), 0, "nothing was spawned");
     }
 
     #[tokio::test]
