@@ -3,11 +3,11 @@
 //! A session is one long-lived server connection without loops
 //! ([`Server::open_session`](crate::server::Server::open_session)). Each POST hands its message
 //! to the connection's [`Inlet`] after it passed every check, on the POST's own task (a
-//! request's handler is driven from there until the POST's first answer is in, [`Driven`]). What the server
-//! sends is routed at once by [`SessionWriter`], by the inbound request it belongs to: to the
-//! SSE stream (or the pending JSON reply) of the POST that carried that request, and
-//! everything unrelated (`list_changed`, `resources/updated`, requests not made for a request)
-//! to the session's GET stream. The client's answers to server requests arrive as new POSTs
+//! request's handler is driven from there until the POST's first answer is in, [`Driven`]).
+//! What the server sends is routed at once by [`SessionWriter`], by the inbound request it
+//! belongs to: to the SSE stream (or the pending JSON reply) of the POST that carried that
+//! request, and everything unrelated (`list_changed`, `resources/updated`, requests not made
+//! for a request) to the session's GET stream. The client's answers to server requests arrive as new POSTs
 //! into the same inlet, so the peer correlates them as on any other transport.
 //!
 //! The session reads no protocol message: what it must know of its life (the client sent

@@ -1,8 +1,9 @@
 //! POST, GET and DELETE for the sessionful revisions (2024-11-05 to 2025-11-25).
 //!
 //! `initialize` without `Mcp-Session-Id` creates a session and names it in the response
-//! header (an `initialize` whose params do not decode is 400 and opens nothing); every later request must carry the id (400 without it, 404 when it is unknown,
-//! ended, or belongs to another principal). A request is answered with an SSE stream when the
+//! header (an `initialize` whose params do not decode is 400 and opens nothing); every later
+//! request must carry the id (400 without it, 404 when it is unknown, ended, or belongs to
+//! another principal). A request is answered with an SSE stream when the
 //! client accepts one (and [`HttpConfig::json_response`](super::HttpConfig::json_response) is
 //! off), else with one JSON body; notifications and responses get 202. GET opens the session's
 //! stream for server-initiated messages, or resumes any stream with `Last-Event-ID`; DELETE

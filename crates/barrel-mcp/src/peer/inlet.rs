@@ -3,9 +3,9 @@
 //!
 //! Each message is handed in by the task that carried it ([`Inlet::deliver`], an HTTP POST),
 //! which drives the handler of a request until it must go on alone, then spawns it as a read
-//! loop would; what the connection sends is
-//! written by the sender at once ([`DirectWriter`]). The connection's own future only waits for its end:
-//! the input ends ([`Inlet::end_input`]) and what runs is drained, or it is closed.
+//! loop would; what the connection sends is written by the sender at once ([`DirectWriter`]).
+//! The connection's own future only waits for its end: the input ends ([`Inlet::end_input`])
+//! and what runs is drained, or it is closed.
 
 use std::future::Future;
 use std::sync::Arc;
