@@ -1,7 +1,8 @@
 //! The JSON-RPC 2.0 envelope: messages, ids, error objects, and decoding with the right error code.
 //!
 //! `params` and `result` stay raw [`Value`]s until the method is known; the runtime dispatches on
-//! the method string and only then decodes the params into a typed struct. [`decode`] turns one
+//! the method string and only then decodes the params into a typed struct. A result on its way
+//! out may instead be JSON text written once from a typed struct ([`Payload`]). [`decode`] turns one
 //! frame of text into a [`Message`] or into the error the spec asks for: -32700 (with a null id)
 //! for text that is not JSON, -32600 for anything that is JSON but not a single well-formed message
 //! (a top-level array included).
@@ -9,8 +10,10 @@
 use std::fmt;
 
 mod members;
+pub mod payload;
 
 pub use members::{Members, MembersError};
+pub use payload::Payload;
 
 use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
@@ -220,16 +223,16 @@ pub struct Notification {
 pub struct Response {
     /// The id of the request; `None` only for an error about an unreadable request.
     pub id: Option<RequestId>,
-    /// The result, still raw, or the error.
-    pub outcome: Result<Value, ErrorObject>,
+    /// The result (a value, or JSON text sent as it is), or the error.
+    pub outcome: Result<Payload, ErrorObject>,
 }
 
 impl Response {
     /// A successful response.
-    pub fn result(id: RequestId, result: Value) -> Self {
+    pub fn result(id: RequestId, result: impl Into<Payload>) -> Self {
         Self {
             id: Some(id),
-            outcome: Ok(result),
+            outcome: Ok(result.into()),
         }
     }
 

@@ -45,7 +45,9 @@ pub mod version;
 pub use completion::*;
 pub use content::*;
 pub use elicitation::*;
-pub use jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response};
+pub use jsonrpc::{
+    ErrorCode, ErrorObject, Message, Notification, Payload, Request, RequestId, Response,
+};
 pub use lifecycle::*;
 pub use listen::*;
 pub use logging::*;

@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use barrel_mcp_types::jsonrpc::decode;
-use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId};
+use barrel_mcp_types::{ErrorObject, Message, Notification, Payload, Request, RequestId};
 use serde_json::Value;
 use tokio::io::{AsyncRead, ReadBuf};
 
@@ -204,14 +204,14 @@ impl Handler for Scripted {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
         Box::pin(async move {
             match request.method.as_str() {
                 "wait" => {
                     cx.cancel.cancelled().await;
-                    Ok(Value::Null)
+                    Ok(Payload::Value(Value::Null))
                 }
-                _ => Ok(request.params.unwrap_or(Value::Null)),
+                _ => Ok(Payload::Value(request.params.unwrap_or(Value::Null))),
             }
         })
     }

@@ -36,7 +36,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use barrel_mcp_types::{ErrorObject, Notification, Request, RequestId};
+use barrel_mcp_types::{ErrorObject, Notification, Payload, Request, RequestId};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -126,7 +126,8 @@ pub trait Handler: Send + Sync + 'static {
     /// Handles a request. Called in arrival order on the connection's read loop (over an
     /// HTTP session, on the task of the POST that carried it, so calls for one session may
     /// run at once), so it must not block; the peer runs the future it returns and sends its
-    /// outcome as the response.
+    /// outcome as the response: a [`Payload`], a value (`Payload::from(value)`) or JSON text
+    /// written already ([`Payload::text_of`]), sent as it is.
     ///
     /// A future that panics is answered with -32603 and a generic message. When
     /// [`RequestContext::cancel`] fires (the other side cancelled, or the connection ended) the
@@ -135,7 +136,7 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Value, ErrorObject>>;
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>>;
 
     /// Handles a notification. Called in arrival order on the read loop (over an HTTP
     /// session, on its POST's task), so it must not block

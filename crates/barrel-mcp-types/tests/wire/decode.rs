@@ -1,7 +1,7 @@
 //! `jsonrpc::decode` over raw JSON: ids, params, message kinds and the error each bad frame gets.
 
 use barrel_mcp_types::jsonrpc::{DecodeError, Message, decode};
-use barrel_mcp_types::{ErrorCode, RequestId};
+use barrel_mcp_types::{ErrorCode, Payload, RequestId, Response};
 use serde_json::{Value, json};
 
 /// What a frame must decode to.
@@ -278,4 +278,35 @@ fn messages_serialize_back() {
         let back: Value = serde_json::from_str(&message.to_json()).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(text).unwrap(), "{text}");
     }
+}
+
+#[test]
+fn a_result_written_as_text_is_sent_as_it_is() {
+    let result = json!({ "content": [{ "type": "text", "text": "h\u{e9}\"llo" }], "n": 1.5 });
+    let text = Payload::text_of(&result).unwrap();
+    let as_text = Message::Response(Response::result(n(7), text.clone()));
+    let as_value = Message::Response(Response::result(n(7), result.clone()));
+    // Byte for byte what the value form writes.
+    assert_eq!(as_text.to_json(), as_value.to_json());
+    assert_eq!(
+        as_text, as_value,
+        "the two forms compare as the JSON they hold"
+    );
+    // Read back off the wire, a result is always a value.
+    let Ok(Message::Response(read)) = decode(&as_text.to_json()) else {
+        panic!("not a response");
+    };
+    let read = read.outcome.unwrap();
+    assert_eq!(read.as_value(), Some(&result));
+    assert_eq!(text.as_value(), None);
+    assert_eq!(text.clone().into_value().unwrap(), result);
+    #[derive(serde::Deserialize)]
+    struct Counted {
+        n: f64,
+    }
+    assert_eq!(text.decode::<Counted>().unwrap().n, 1.5);
+    assert_ne!(
+        Payload::text_of(&json!({ "n": 2 })).unwrap(),
+        Payload::from(json!({ "n": 1 }))
+    );
 }

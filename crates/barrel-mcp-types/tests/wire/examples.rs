@@ -219,6 +219,9 @@ fn response<M: RequestMethod>(dir: &str) {
             panic!("{name}: not a response");
         };
         let result = r.outcome.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let result = result
+            .into_value()
+            .expect("a result read off the wire is a value");
         if ResultType::of(&result) == ResultType::Complete {
             round_trip_value::<M::Result>(&name, &result);
         } else {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use barrel_mcp_types::method::names;
 use barrel_mcp_types::{
-    ClientCapabilities, ErrorCode, ErrorObject, InputRequest, Notification, Request,
+    ClientCapabilities, ErrorCode, ErrorObject, InputRequest, Notification, Payload, Request,
     ResourceUpdatedParams,
 };
 use serde_json::{Value, json};
@@ -45,6 +45,49 @@ pub(crate) struct Dispatch {
 
 impl Handler for Dispatch {
     fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
+        let answer = self.answer(request, cx);
+        Box::pin(async move { answer.await.map(Payload::from) })
+    }
+
+    fn on_notification(&self, notification: Notification, _peer: &Peer) {
+        self.cache
+            .invalidate(&notification.method, notification.params.as_ref());
+        if notification.method.ends_with("/list_changed")
+            && let Some(changes) = &self.changes
+        {
+            changes.notify_one();
+        }
+        let notification = ServerNotification::parse(notification);
+        let event = match &notification {
+            ServerNotification::ResourceUpdated(p) => Some(Event::Updated(p.clone())),
+            ServerNotification::SubscriptionsAcknowledged(p) => Some(Event::Acknowledged(
+                p.notifications
+                    .resource_subscriptions
+                    .clone()
+                    .unwrap_or_default(),
+            )),
+            _ => None,
+        };
+        if let Some(event) = event {
+            // No receiver means no subscription is open: nothing to deliver.
+            let _ = self.events.send(event);
+        }
+        if let Err(mpsc::error::TrySendError::Full(dropped)) = self.queue.try_send(notification) {
+            tracing::warn!(
+                ?dropped,
+                "client notification queue full; notification dropped"
+            );
+        }
+    }
+}
+
+impl Dispatch {
+    /// Answers one of the server's requests.
+    fn answer(
         &self,
         request: Request,
         cx: RequestContext,
@@ -119,37 +162,6 @@ impl Handler for Dispatch {
                 };
                 self.handler.on_request(method, params, cx)
             }
-        }
-    }
-
-    fn on_notification(&self, notification: Notification, _peer: &Peer) {
-        self.cache
-            .invalidate(&notification.method, notification.params.as_ref());
-        if notification.method.ends_with("/list_changed")
-            && let Some(changes) = &self.changes
-        {
-            changes.notify_one();
-        }
-        let notification = ServerNotification::parse(notification);
-        let event = match &notification {
-            ServerNotification::ResourceUpdated(p) => Some(Event::Updated(p.clone())),
-            ServerNotification::SubscriptionsAcknowledged(p) => Some(Event::Acknowledged(
-                p.notifications
-                    .resource_subscriptions
-                    .clone()
-                    .unwrap_or_default(),
-            )),
-            _ => None,
-        };
-        if let Some(event) = event {
-            // No receiver means no subscription is open: nothing to deliver.
-            let _ = self.events.send(event);
-        }
-        if let Err(mpsc::error::TrySendError::Full(dropped)) = self.queue.try_send(notification) {
-            tracing::warn!(
-                ?dropped,
-                "client notification queue full; notification dropped"
-            );
         }
     }
 }

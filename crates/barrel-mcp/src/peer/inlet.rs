@@ -110,8 +110,8 @@ mod tests {
     use std::sync::Mutex;
     use std::time::Duration;
 
-    use barrel_mcp_types::{ErrorObject, Message, Notification, Request, RequestId};
-    use serde_json::{Value, json};
+    use barrel_mcp_types::{ErrorObject, Message, Notification, Payload, Request, RequestId};
+    use serde_json::json;
     use tokio::sync::Notify;
 
     use super::*;
@@ -155,7 +155,7 @@ mod tests {
             &self,
             request: Request,
             cx: RequestContext,
-        ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
             let release = Arc::clone(&self.release);
             Box::pin(async move {
                 if request.method == "later" {
@@ -165,7 +165,7 @@ mod tests {
                     .notify("notifications/progress", None)
                     .await
                     .map_err(|e| ErrorObject::internal(e.to_string()))?;
-                Ok(json!({ "method": request.method }))
+                Ok(Payload::from(json!({ "method": request.method })))
             })
         }
 

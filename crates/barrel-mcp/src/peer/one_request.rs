@@ -11,8 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use barrel_mcp_types::{ErrorObject, Request, Response};
-use serde_json::Value;
+use barrel_mcp_types::{ErrorObject, Payload, Request, Response};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +40,7 @@ pub(crate) fn serve(
     route: Route,
     request: Request,
     caller: Option<Arc<Caller>>,
-    handler: impl FnOnce(Request, RequestContext) -> BoxFuture<'static, Result<Value, ErrorObject>>,
+    handler: impl FnOnce(Request, RequestContext) -> BoxFuture<'static, Result<Payload, ErrorObject>>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let refused = inbound::id_too_long(&config, &request);
     let shared = Shared::one_request(config, route);
@@ -153,7 +152,7 @@ mod tests {
                         .request("roots/list", None, Default::default())
                         .await;
                     assert!(matches!(asked, Err(crate::Error::Closed)));
-                    Ok(serde_json::json!({ "ok": true }))
+                    Ok(Payload::from(serde_json::json!({ "ok": true })))
                 })
             },
         );
@@ -163,7 +162,10 @@ mod tests {
         assert_eq!(first.related, Some(RequestId::Number(7)));
         let response = response_from(&mut rx).await;
         assert_eq!(response.id, Some(RequestId::Number(7)));
-        assert_eq!(response.outcome, Ok(serde_json::json!({ "ok": true })));
+        assert_eq!(
+            response.outcome,
+            Ok(Payload::from(serde_json::json!({ "ok": true })))
+        );
     }
 
     #[tokio::test]
@@ -199,7 +201,7 @@ mod tests {
                     // The queue is full and nobody reads: this send gives up and closes.
                     assert!(matches!(note().await, Err(crate::Error::Closed)));
                     assert!(cx.cancel.is_cancelled());
-                    Ok(Value::Null)
+                    Ok(Payload::Value(serde_json::Value::Null))
                 })
             },
         );
@@ -273,7 +275,7 @@ mod tests {
                 Box::pin(async move {
                     cx.cancel.cancelled().await;
                     let _ = seen_tx.send(());
-                    Ok(Value::Null)
+                    Ok(Payload::Value(serde_json::Value::Null))
                 })
             },
         ));

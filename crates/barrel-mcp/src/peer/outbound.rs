@@ -254,7 +254,10 @@ impl Shared {
         };
         match entry {
             Some(entry) => {
-                let _ = entry.reply.send(outcome.map_err(Error::Rpc));
+                let value = outcome
+                    .map_err(Error::Rpc)
+                    .and_then(|result| result.into_value().map_err(Error::Json));
+                let _ = entry.reply.send(value);
             }
             None => tracing::debug!(?id, "response for no pending request; dropped"),
         }

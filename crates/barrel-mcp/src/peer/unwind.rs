@@ -7,18 +7,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use barrel_mcp_types::{ErrorObject, RequestId};
-use serde_json::Value;
+use barrel_mcp_types::{ErrorObject, Payload, RequestId};
 
 use super::BoxFuture;
 
 /// A handler's future, or the panic raised while making it.
 pub(crate) type Started =
-    Result<BoxFuture<'static, Result<Value, ErrorObject>>, Box<dyn Any + Send>>;
+    Result<BoxFuture<'static, Result<Payload, ErrorObject>>, Box<dyn Any + Send>>;
 
 /// Starts a handler, catching a panic in the call itself.
 pub(crate) fn start(
-    handler: impl FnOnce() -> BoxFuture<'static, Result<Value, ErrorObject>>,
+    handler: impl FnOnce() -> BoxFuture<'static, Result<Payload, ErrorObject>>,
 ) -> Started {
     catch_unwind(AssertUnwindSafe(handler))
 }
@@ -28,7 +27,7 @@ pub(crate) async fn outcome(
     started: Started,
     id: &RequestId,
     method: &str,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let outcome = match started {
         Ok(future) => CatchUnwind(future).await,
         Err(panic) => Err(panic),

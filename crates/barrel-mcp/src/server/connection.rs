@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use barrel_mcp_types::{ErrorObject, LoggingLevel, Notification, Request, RequestId};
+use barrel_mcp_types::{ErrorObject, LoggingLevel, Notification, Payload, Request, RequestId};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -141,7 +141,7 @@ impl Connection {
         id: &RequestId,
         params: Option<Value>,
         peer: &Peer,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Payload, ErrorObject> {
         let mut state = self.state();
         if matches!(*state, State::Session { .. }) {
             return Err(ErrorObject::invalid_request(
@@ -271,7 +271,7 @@ impl Handler for Connection {
         &self,
         request: Request,
         cx: RequestContext,
-    ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
         let params = request.params.as_ref();
         if let Some(meta) =
             stateless::request_meta(params).filter(|_| stateless::claims_version(params))
@@ -291,7 +291,7 @@ impl Handler for Connection {
             method => match &*self.state() {
                 State::Session { session, .. } => Arc::clone(session),
                 State::Opening if method == "ping" => {
-                    return ready(Ok(Value::Object(serde_json::Map::new())));
+                    return ready(Ok(Payload::Value(Value::Object(serde_json::Map::new()))));
                 }
                 State::Opening => {
                     return ready(Err(ErrorObject::invalid_request(

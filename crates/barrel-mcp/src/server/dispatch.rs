@@ -7,7 +7,7 @@ use std::sync::Arc;
 use barrel_mcp_types::{
     CacheScope, CompleteParams, CompleteResult, Completion, CompletionReference, ErrorCode,
     ErrorObject, Feature, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedParams, Request, SetLevelParams, Shape, SubscribeParams,
+    ListToolsResult, PaginatedParams, Payload, Request, SetLevelParams, Shape, SubscribeParams,
     UnsubscribeParams,
 };
 use serde::Serialize;
@@ -32,7 +32,7 @@ pub(crate) async fn handle(
     scope: Scope,
     request: Request,
     cx: RequestContext,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let stateless = scope.is_stateless();
     // A listen lasts as long as the client wants it and has a cap of its own.
     let long_lived = request.method == "subscriptions/listen";
@@ -54,11 +54,14 @@ pub(crate) async fn handle(
         })??,
         None => routed.await?,
     };
-    Ok(if stateless {
-        stateless::finish(result, &server)
-    } else {
-        result
-    })
+    if stateless {
+        // Results in the stateless era are values (see `encode`), finished here.
+        return Ok(Payload::Value(stateless::finish(
+            into_value(result)?,
+            &server,
+        )));
+    }
+    Ok(result)
 }
 
 async fn route(
@@ -66,7 +69,7 @@ async fn route(
     scope: Scope,
     request: Request,
     cx: RequestContext,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let Request { method, params, .. } = request;
     let session = scope.session.clone();
     // A sessionless server keeps nothing between requests: no tasks (a task-augmented call is
@@ -79,7 +82,9 @@ async fn route(
         ("tools/call", Some(_)) if core_tasks => {
             let raw = params.unwrap_or_else(|| Value::Object(serde_json::Map::new()));
             if raw.get("task").is_some_and(|t| !t.is_null()) {
-                return tasks::call_as_task(server, scope, raw, cx).await;
+                return tasks::call_as_task(server, scope, raw, cx)
+                    .await
+                    .map(Payload::from);
             }
             let name = raw.get("name").and_then(Value::as_str).unwrap_or_default();
             let required = server
@@ -96,21 +101,37 @@ async fn route(
         }
         ("tools/call", None) => task_extension::call(server, scope, params, cx).await,
         ("tools/call", _) => invoke::call_tool(server, scope, params, cx).await,
-        ("tasks/get", None) => task_extension::get(server, &scope, params, &cx).await,
-        ("tasks/update", None) => task_extension::update(server, &scope, params, &cx).await,
-        ("tasks/cancel", None) => task_extension::cancel(server, &scope, params, &cx).await,
-        ("tasks/get", Some(_)) if core_tasks => tasks::get(server, &scope, params, &cx).await,
-        ("tasks/result", Some(_)) if core_tasks => tasks::result(server, &scope, params, &cx).await,
-        ("tasks/list", Some(_)) if core_tasks => tasks::list(server, &scope, params, &cx).await,
-        ("tasks/cancel", Some(_)) if core_tasks => tasks::cancel(server, &scope, params, &cx).await,
+        ("tasks/get", None) => task_extension::get(server, &scope, params, &cx)
+            .await
+            .map(Payload::from),
+        ("tasks/update", None) => task_extension::update(server, &scope, params, &cx)
+            .await
+            .map(Payload::from),
+        ("tasks/cancel", None) => task_extension::cancel(server, &scope, params, &cx)
+            .await
+            .map(Payload::from),
+        ("tasks/get", Some(_)) if core_tasks => tasks::get(server, &scope, params, &cx)
+            .await
+            .map(Payload::from),
+        ("tasks/result", Some(_)) if core_tasks => tasks::result(server, &scope, params, &cx)
+            .await
+            .map(Payload::from),
+        ("tasks/list", Some(_)) if core_tasks => tasks::list(server, &scope, params, &cx)
+            .await
+            .map(Payload::from),
+        ("tasks/cancel", Some(_)) if core_tasks => tasks::cancel(server, &scope, params, &cx)
+            .await
+            .map(Payload::from),
         ("resources/list", _) => list_resources(server, &scope, decode(params)?),
         ("resources/templates/list", _) => list_templates(server, &scope, decode(params)?),
         ("resources/read", _) => invoke::read_resource(server, scope, params, cx).await,
         ("prompts/list", _) => list_prompts(server, &scope, decode(params)?),
         ("prompts/get", _) => invoke::get_prompt(server, scope, params, cx).await,
         ("completion/complete", _) => complete(server, &scope, decode(params)?).await,
-        ("server/discover", None) => stateless::discover(server),
-        ("subscriptions/listen", None) => listen::listen(server, &scope, decode(params)?, cx).await,
+        ("server/discover", None) => stateless::discover(server).map(Payload::from),
+        ("subscriptions/listen", None) => listen::listen(server, &scope, decode(params)?, cx)
+            .await
+            .map(Payload::from),
         ("ping", Some(_)) => Ok(empty()),
         ("logging/setLevel", Some(session)) => {
             let params: SetLevelParams = decode(params)?;
@@ -140,7 +161,9 @@ async fn route(
             session.unsubscribe(&params.uri);
             Ok(empty())
         }
-        (other, _) => super::custom::route(server, scope, other, params, cx).await,
+        (other, _) => super::custom::route(server, scope, other, params, cx)
+            .await
+            .map(Payload::from),
     }
 }
 
@@ -167,17 +190,35 @@ pub(crate) fn decode_ref<T: DeserializeOwned>(params: &Value) -> Result<T, Error
     T::deserialize(params).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
-/// Serializes a result after shaping it for the request's revision.
+/// Serializes a result after shaping it for the request's revision: straight to JSON text,
+/// sent as it is; in the stateless era to a value, which [`handle`] finishes (`resultType`,
+/// the server's info in `_meta`).
 pub(crate) fn encode<T: Serialize + Shape>(
     mut result: T,
     scope: &Scope,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     result.shape(scope.version);
-    serde_json::to_value(result).map_err(|e| ErrorObject::internal(format!("internal error: {e}")))
+    let written = if scope.is_stateless() {
+        serde_json::to_value(result).map(Payload::Value)
+    } else {
+        Payload::text_of(&result)
+    };
+    written.map_err(internal)
 }
 
-fn empty() -> Value {
-    Value::Object(serde_json::Map::new())
+/// A result as a value, for what keeps or edits it (a task's stored result, the stateless
+/// era's finish); text is parsed.
+pub(crate) fn into_value(result: Payload) -> Result<Value, ErrorObject> {
+    result.into_value().map_err(internal)
+}
+
+/// A result that could not be written or read back: -32603.
+fn internal(error: serde_json::Error) -> ErrorObject {
+    ErrorObject::internal(format!("internal error: {error}"))
+}
+
+fn empty() -> Payload {
+    Payload::Value(Value::Object(serde_json::Map::new()))
 }
 
 /// One page of a registry list, in the list's order; a forged or stale cursor is -32602.
@@ -208,7 +249,7 @@ fn list_tools(
     server: &Server,
     scope: &Scope,
     params: PaginatedParams,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let (tools, next_cursor) = page(
         server,
         |r| &r.tools,
@@ -230,7 +271,7 @@ fn list_resources(
     server: &Server,
     scope: &Scope,
     params: PaginatedParams,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let (resources, next_cursor) = page(
         server,
         |r| &r.resources,
@@ -252,7 +293,7 @@ fn list_templates(
     server: &Server,
     scope: &Scope,
     params: PaginatedParams,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let (resource_templates, next_cursor) = page(
         server,
         |r| &r.templates,
@@ -274,7 +315,7 @@ fn list_prompts(
     server: &Server,
     scope: &Scope,
     params: PaginatedParams,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let (prompts, next_cursor) = page(
         server,
         |r| &r.prompts,
@@ -298,7 +339,7 @@ async fn complete(
     server: &Server,
     scope: &Scope,
     params: CompleteParams,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let argument = params.argument.name.clone();
     let completer = {
         let registry = server.read_registry();

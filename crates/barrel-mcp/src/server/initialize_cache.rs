@@ -3,15 +3,15 @@
 //!
 //! Every session on a revision gets the same answer: the server's info, its instructions and
 //! its capabilities as the registry makes them, shaped for that revision. Building it means
-//! walking the tools (for task support) and serializing a dozen nested structs into a `Value`,
-//! about 11,000 instructions of the 140,000 a session's creation costs. The registry owns the
-//! cache and empties it whenever it is written to (`Server::write_registry`), so an answer is
-//! never older than the registry it was read from.
+//! walking the tools (for task support) and serializing a dozen nested structs, about 11,000
+//! instructions of the 140,000 a session's creation costs. An answer is kept as JSON text
+//! ([`Payload::Text`]), so each session shares it: no copy of a `Value` tree to serialize and
+//! drop per session. The registry owns the cache and empties it whenever it is written to
+//! (`Server::write_registry`), so an answer is never older than the registry it was read from.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-use barrel_mcp_types::ProtocolVersion;
-use serde_json::Value;
+use barrel_mcp_types::{Payload, ProtocolVersion};
 
 /// Which `initialize` answer: a session's, or a sessionless server's (which offers nothing
 /// that needs a session kept).
@@ -23,7 +23,7 @@ pub(crate) enum Kind {
 
 /// The answers built so far (at most one per revision and kind).
 #[derive(Debug, Default)]
-pub(crate) struct InitializeCache(Mutex<Vec<(ProtocolVersion, Kind, Arc<Value>)>>);
+pub(crate) struct InitializeCache(Mutex<Vec<(ProtocolVersion, Kind, Payload)>>);
 
 impl InitializeCache {
     /// The answer for `version` and `kind`: the one kept, else `build`'s, then kept (an error
@@ -32,22 +32,22 @@ impl InitializeCache {
         &self,
         version: ProtocolVersion,
         kind: Kind,
-        build: impl FnOnce() -> Result<Value, E>,
-    ) -> Result<Value, E> {
+        build: impl FnOnce() -> Result<Payload, E>,
+    ) -> Result<Payload, E> {
         let kept = {
             let cached = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             cached
                 .iter()
                 .find(|(v, k, _)| *v == version && *k == kind)
-                .map(|(.., answer)| Arc::clone(answer))
+                .map(|(.., answer)| answer.clone())
         };
         if let Some(answer) = kept {
-            return Ok(Value::clone(&answer));
+            return Ok(answer);
         }
         let answer = build()?;
         let mut cached = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if !cached.iter().any(|(v, k, _)| *v == version && *k == kind) {
-            cached.push((version, kind, Arc::new(answer.clone())));
+            cached.push((version, kind, answer.clone()));
         }
         Ok(answer)
     }
@@ -73,7 +73,7 @@ mod tests {
             cache
                 .get_or_build(version, kind, || {
                     built += 1;
-                    Ok::<_, ()>(serde_json::json!({ "n": built }))
+                    Payload::text_of(&serde_json::json!({ "n": built })).map_err(drop)
                 })
                 .expect("built")
         };
@@ -88,15 +88,15 @@ mod tests {
         assert_ne!(sessionless, first);
         cache.clear();
         let rebuilt = get(&cache, ProtocolVersion::V2025_11_25, Kind::Session);
-        assert_eq!(rebuilt, serde_json::json!({ "n": 4 }));
+        assert_eq!(rebuilt, Payload::from(serde_json::json!({ "n": 4 })));
         let failed = cache.get_or_build(ProtocolVersion::V2024_11_05, Kind::Session, || Err("no"));
         assert_eq!(failed, Err("no"));
         let after = cache.get_or_build(ProtocolVersion::V2024_11_05, Kind::Session, || {
-            Ok::<_, ()>(serde_json::json!(5))
+            Ok::<_, ()>(Payload::from(serde_json::json!(5)))
         });
         assert_eq!(
             after,
-            Ok(serde_json::json!(5)),
+            Ok(Payload::from(serde_json::json!(5))),
             "a failed build is not kept"
         );
     }

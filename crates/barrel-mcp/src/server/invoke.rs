@@ -7,7 +7,7 @@
 
 use barrel_mcp_types::{
     CallToolParams, CallToolResult, ErrorCode, ErrorObject, GetPromptParams, InputRequiredResult,
-    InputResponses, Meta, ReadResourceParams, ReadResourceResult,
+    InputResponses, Meta, Payload, ReadResourceParams, ReadResourceResult,
 };
 use serde_json::{Map, Value, json};
 
@@ -219,7 +219,7 @@ pub(crate) async fn call_tool(
     scope: Scope,
     raw: Option<Value>,
     cx: RequestContext,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     call_tool_as(server, scope, raw, cx, AsTask::No).await
 }
 
@@ -241,7 +241,7 @@ pub(crate) async fn call_tool_as(
     raw: Option<Value>,
     cx: RequestContext,
     mode: AsTask,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let mut raw = raw.unwrap_or_else(|| json!({}));
     let round = Round::take_from(&mut raw)?;
     let mut params: CallToolParams = decode_ref(&raw)?;
@@ -283,8 +283,11 @@ pub(crate) async fn call_tool_as(
     let work = async move {
         let result = (entry.handler.0)(ctx.clone(), arguments).await;
         finish_tool_call(&runner, &ctx, trip, &raw, &entry, &name, result)
+            .and_then(super::dispatch::into_value)
     };
-    task_extension::run(server, plan, work, request_cancel, work_cancel).await
+    task_extension::run(server, plan, work, request_cancel, work_cancel)
+        .await
+        .map(Payload::from)
 }
 
 /// A tool handler's outcome as the `tools/call` answer (or its `input_required` round).
@@ -296,10 +299,10 @@ fn finish_tool_call(
     entry: &ToolEntry,
     tool: &str,
     result: crate::Result<CallToolResult>,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let scope = ctx.scope();
     let result = match settle(server, ctx, trip, raw, result)? {
-        Outcome::InputRequired(value) => return Ok(value),
+        Outcome::InputRequired(value) => return Ok(value.into()),
         Outcome::Done(result) => result,
     };
     let result = match result {
@@ -336,7 +339,7 @@ pub(crate) async fn read_resource(
     scope: Scope,
     raw: Option<Value>,
     cx: RequestContext,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let mut raw = raw.unwrap_or_else(|| json!({}));
     let round = Round::take_from(&mut raw)?;
     let params: ReadResourceParams = decode_ref(&raw)?;
@@ -364,7 +367,7 @@ pub(crate) async fn read_resource(
     };
     let result = (handler.0)(ctx.clone(), request).await;
     let contents = match settle(server, &ctx, trip, &raw, result)? {
-        Outcome::InputRequired(value) => return Ok(value),
+        Outcome::InputRequired(value) => return Ok(value.into()),
         Outcome::Done(result) => result.map_err(|e| handler_error(&e))?,
     };
     let config = server.config();
@@ -385,7 +388,7 @@ pub(crate) async fn get_prompt(
     scope: Scope,
     raw: Option<Value>,
     cx: RequestContext,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let mut raw = raw.unwrap_or_else(|| json!({}));
     let round = Round::take_from(&mut raw)?;
     let mut params: GetPromptParams = decode_ref(&raw)?;
@@ -408,7 +411,7 @@ pub(crate) async fn get_prompt(
     let (ctx, trip) = context(server, &scope, "prompts/get", &raw, round, cx)?;
     let result = (handler.0)(ctx.clone(), arguments).await;
     match settle(server, &ctx, trip, &raw, result)? {
-        Outcome::InputRequired(value) => Ok(value),
+        Outcome::InputRequired(value) => Ok(value.into()),
         Outcome::Done(result) => encode(result.map_err(|e| handler_error(&e))?, &scope),
     }
 }

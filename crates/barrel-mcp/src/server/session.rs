@@ -10,7 +10,7 @@ use crate::store::SessionRecord;
 use barrel_mcp_types::Request;
 use barrel_mcp_types::{
     ClientCapabilities, ErrorObject, Implementation, InitializeParams, InitializeResult,
-    LoggingLevel, ProtocolVersion, ServerCapabilities, Shape,
+    LoggingLevel, Payload, ProtocolVersion, ServerCapabilities, Shape,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -196,7 +196,7 @@ pub(crate) fn initialize_answer(
     server: &Server,
     version: ProtocolVersion,
     kind: Kind,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let registry = server.read_registry();
     registry.initialize.get_or_build(version, kind, || {
         let mut result = InitializeResult {
@@ -210,7 +210,7 @@ pub(crate) fn initialize_answer(
         if kind == Kind::Sessionless {
             without_session_features(&mut result.capabilities);
         }
-        serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+        Payload::text_of(&result).map_err(|e| ErrorObject::internal(e.to_string()))
     })
 }
 
@@ -239,7 +239,7 @@ pub(crate) fn serve_sessionless(
     version: ProtocolVersion,
     request: Request,
     cx: RequestContext,
-) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
     let ready = |outcome| -> BoxFuture<'static, _> { Box::pin(std::future::ready(outcome)) };
     match request.method.as_str() {
         "initialize" => ready(read_initialize(request.params.as_ref()).and_then(|params| {

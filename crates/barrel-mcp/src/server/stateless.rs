@@ -9,7 +9,7 @@ use barrel_mcp_types::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
 };
 use barrel_mcp_types::{
-    ClientCapabilities, DiscoverResult, ErrorCode, ErrorObject, Implementation, Meta,
+    ClientCapabilities, DiscoverResult, ErrorCode, ErrorObject, Implementation, Meta, Payload,
     ProtocolVersion, Request, Shape,
 };
 use serde::Deserialize;
@@ -118,7 +118,7 @@ pub(crate) fn serve(
     scope: Scope,
     request: Request,
     cx: RequestContext,
-) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
     if is_removed_method(&request.method) {
         let error = ErrorObject::method_not_found(&request.method);
         return Box::pin(std::future::ready(Err(error)));

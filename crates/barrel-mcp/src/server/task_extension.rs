@@ -20,7 +20,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use barrel_mcp_types::{ErrorCode, ErrorObject, Meta, SubscriptionFilter};
+use barrel_mcp_types::{ErrorCode, ErrorObject, Meta, Payload, SubscriptionFilter};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -87,7 +87,7 @@ pub(crate) async fn call(
     scope: Scope,
     params: Option<Value>,
     cx: RequestContext,
-) -> Result<Value, ErrorObject> {
+) -> Result<Payload, ErrorObject> {
     let name = params
         .as_ref()
         .and_then(|p| p.get("name"))

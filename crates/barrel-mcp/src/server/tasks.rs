@@ -251,7 +251,9 @@ pub(crate) async fn call_as_task(
     // it working).
     let work = tokio::spawn(async move {
         let mode = invoke::AsTask::Running(slot);
-        invoke::call_tool_as(&runner, scope, Some(raw), work_cx, mode).await
+        invoke::call_tool_as(&runner, scope, Some(raw), work_cx, mode)
+            .await
+            .and_then(super::dispatch::into_value)
     });
     let watched = Watched {
         id,

@@ -35,10 +35,10 @@ use barrel_mcp::client::{Client, ClientBuilder, ClientHandler};
 use barrel_mcp::peer::{self, BoxFuture, Handler, Peer, PeerConfig, RequestContext};
 use barrel_mcp::server::Server;
 use barrel_mcp::transport::memory;
-use barrel_mcp::types::{ErrorObject, Notification, ProtocolVersion, Request};
+use barrel_mcp::types::{ErrorObject, Notification, Payload, ProtocolVersion, Request};
 use serde_json::Value;
 
-use crate::support::within;
+use crate::support::{as_payload, within};
 
 /// Every way to connect: pinned to each revision, and auto.
 pub(crate) fn modes() -> Vec<Option<ProtocolVersion>> {
@@ -82,13 +82,24 @@ pub(crate) type Script =
 /// A fake server: every request goes to `script`; notifications are ignored.
 pub(crate) struct Fake(pub(crate) Arc<Script>);
 
-impl Handler for Fake {
-    fn on_request(
+impl Fake {
+    /// The answer, as a value.
+    fn answer(
         &self,
         request: Request,
         cx: RequestContext,
     ) -> BoxFuture<'static, Result<Value, ErrorObject>> {
         (self.0)(request, cx.peer)
+    }
+}
+
+impl Handler for Fake {
+    fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
+        as_payload(self.answer(request, cx))
     }
 
     fn on_notification(&self, _: Notification, _: &Peer) {}

@@ -26,11 +26,11 @@ use barrel_mcp::peer::{
 };
 use barrel_mcp::server::Server;
 use barrel_mcp::transport::memory;
-use barrel_mcp::types::{ErrorObject, Notification, Request};
+use barrel_mcp::types::{ErrorObject, Notification, Payload, Request};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::within;
+use crate::support::{as_payload, within};
 
 /// The client side of a test connection.
 pub(crate) struct TestClient {
@@ -45,8 +45,9 @@ struct Answers {
     asked: Arc<Mutex<Vec<(String, Value)>>>,
 }
 
-impl Handler for Answers {
-    fn on_request(
+impl Answers {
+    /// The answer, as a value.
+    fn answer(
         &self,
         request: Request,
         _cx: RequestContext,
@@ -58,6 +59,16 @@ impl Handler for Answers {
             .push((request.method.clone(), params));
         let answer = answer_for(&request.method);
         Box::pin(std::future::ready(answer))
+    }
+}
+
+impl Handler for Answers {
+    fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
+        as_payload(self.answer(request, cx))
     }
 
     fn on_notification(&self, notification: Notification, _peer: &Peer) {

@@ -13,7 +13,7 @@ use barrel_mcp::peer::{self, BoxFuture, Handler, Peer, PeerConfig, RequestContex
 use barrel_mcp::transport::{
     MemoryReader, MemoryWriter, MessageReader, MessageWriter, StdioTransport, Transport, memory,
 };
-use barrel_mcp::types::{ErrorObject, Message, Notification, Request};
+use barrel_mcp::types::{ErrorObject, Message, Notification, Payload, Request};
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
@@ -59,8 +59,9 @@ pub(crate) fn handler() -> (Arc<TestHandler>, Events) {
     (Arc::new(handler), Events(rx))
 }
 
-impl Handler for TestHandler {
-    fn on_request(
+impl TestHandler {
+    /// The answer, as a value.
+    fn answer(
         &self,
         request: Request,
         cx: RequestContext,
@@ -107,6 +108,16 @@ impl Handler for TestHandler {
                 other => Err(ErrorObject::method_not_found(other)),
             }
         })
+    }
+}
+
+impl Handler for TestHandler {
+    fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
+        as_payload(self.answer(request, cx))
     }
 
     fn on_notification(&self, notification: Notification, _peer: &Peer) {
@@ -246,4 +257,11 @@ pub(crate) fn assert_subset(actual: &Value, expected: &Value, context: &str) {
         }
         _ => assert_eq!(actual, expected, "{context}"),
     }
+}
+
+/// A handler's answer as a [`Payload`], from a future answering with a value.
+pub(crate) fn as_payload(
+    answer: BoxFuture<'static, Result<Value, ErrorObject>>,
+) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
+    Box::pin(async move { answer.await.map(Payload::from) })
 }

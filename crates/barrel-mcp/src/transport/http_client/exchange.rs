@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use barrel_mcp_types::jsonrpc::{self, DecodeError};
-use barrel_mcp_types::{ErrorCode, ErrorObject, Message, RequestId, Response};
+use barrel_mcp_types::{ErrorCode, ErrorObject, Message, Payload, RequestId, Response};
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
@@ -310,7 +310,7 @@ async fn deliver(state: &State, call: &Call, frame: Frame) -> bool {
     let mut frame = frame;
     if answers
         && let Ok(Message::Response(Response {
-            outcome: Ok(result),
+            outcome: Ok(Payload::Value(result)),
             ..
         })) = &mut frame
     {
@@ -651,7 +651,7 @@ async fn first_response(
             })) = jsonrpc::decode(&event.data)
                 && &got == id
             {
-                return outcome.ok();
+                return outcome.ok().and_then(|result| result.into_value().ok());
             }
         }
     }

@@ -8,14 +8,14 @@ use barrel_mcp::client::{ClientHandler, HandlerContext, ServerNotification};
 use barrel_mcp::types::{
     CallToolParams, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,
     ElicitAction, ElicitRequestParams, ElicitResult, ElicitationCapability, ErrorObject,
-    JsonObject, ListRootsResult, LoggingLevel, ProtocolVersion, Role, Root, RootsCapability,
-    SamplingCapability, SamplingContent,
+    JsonObject, ListRootsResult, LoggingLevel, Payload, ProtocolVersion, Role, Root,
+    RootsCapability, SamplingCapability, SamplingContent,
 };
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{fixture_client, modes};
-use crate::support::within;
+use crate::support::{as_payload, within};
 
 /// Answers everything; elicitation answers `{}` so the schema defaults apply.
 #[derive(Default)]
@@ -332,8 +332,9 @@ impl ClientHandler for ChangingRoots {
 /// A server side that reports every notification it receives.
 struct Listening(mpsc::UnboundedSender<String>);
 
-impl barrel_mcp::peer::Handler for Listening {
-    fn on_request(
+impl Listening {
+    /// The answer, as a value.
+    fn answer(
         &self,
         request: barrel_mcp::types::Request,
         _: barrel_mcp::peer::RequestContext,
@@ -347,6 +348,16 @@ impl barrel_mcp::peer::Handler for Listening {
             other => Err(ErrorObject::method_not_found(other)),
         };
         Box::pin(std::future::ready(answer))
+    }
+}
+
+impl barrel_mcp::peer::Handler for Listening {
+    fn on_request(
+        &self,
+        request: barrel_mcp::types::Request,
+        cx: barrel_mcp::peer::RequestContext,
+    ) -> barrel_mcp::peer::BoxFuture<'static, Result<Payload, ErrorObject>> {
+        as_payload(self.answer(request, cx))
     }
 
     fn on_notification(

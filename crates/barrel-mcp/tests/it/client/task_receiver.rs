@@ -16,14 +16,14 @@ use barrel_mcp::task::TaskLimits;
 use barrel_mcp::transport::memory;
 use barrel_mcp::types::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, ErrorObject, JsonObject, Notification, ProtocolVersion,
-    Request, Role, SamplingCapability, SamplingContent,
+    ElicitResult, ElicitationCapability, ErrorObject, JsonObject, Notification, Payload,
+    ProtocolVersion, Request, Role, SamplingCapability, SamplingContent,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 use super::builder;
-use crate::support::within;
+use crate::support::{as_payload, within};
 
 /// What the handler reports: "started <kind> <task id>", "cancelled <kind> <task id>".
 struct Reports(mpsc::UnboundedReceiver<String>);
@@ -126,8 +126,9 @@ struct RawServer {
     notifications: mpsc::UnboundedSender<Notification>,
 }
 
-impl Handler for RawServer {
-    fn on_request(
+impl RawServer {
+    /// The answer, as a value.
+    fn answer(
         &self,
         request: Request,
         _: RequestContext,
@@ -145,6 +146,16 @@ impl Handler for RawServer {
                 "serverInfo": { "name": "raw", "version": "0" }
             }))
         })
+    }
+}
+
+impl Handler for RawServer {
+    fn on_request(
+        &self,
+        request: Request,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Payload, ErrorObject>> {
+        as_payload(self.answer(request, cx))
     }
 
     fn on_notification(&self, notification: Notification, _: &Peer) {
