@@ -13,7 +13,7 @@ mod members;
 pub mod payload;
 
 pub use members::{Members, MembersError};
-pub use payload::Payload;
+pub use payload::{JsonText, Payload};
 
 use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
@@ -280,7 +280,8 @@ impl Message {
 
     /// Serializes the message to compact JSON text.
     pub fn to_json(&self) -> String {
-        // Serializing a `Message` only writes strings, integers and `Value`s, which cannot fail.
+        // Serializing a `Message` only writes strings, integers, `Value`s and JSON text, which
+        // cannot fail.
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
     }
 }

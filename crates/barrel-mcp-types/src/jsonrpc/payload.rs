@@ -31,8 +31,21 @@ use serde_json::value::RawValue;
 pub enum Payload {
     /// A JSON value (what a result read off the wire always is).
     Value(Value),
-    /// JSON text, checked when it was made, shared between the responses that send it.
-    Text(Arc<RawValue>),
+    /// JSON text written by [`Payload::text_of`].
+    Text(JsonText),
+}
+
+/// JSON text written by serde_json from a serializable value ([`Payload::text_of`]): compact,
+/// so it never holds a raw line break and fits one line of a newline-delimited stream. Shared
+/// (an `Arc`) by the responses that send it. Only [`Payload::text_of`] makes one.
+#[derive(Clone)]
+pub struct JsonText(Arc<RawValue>);
+
+impl JsonText {
+    /// The text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
 }
 
 impl Payload {
@@ -40,7 +53,7 @@ impl Payload {
     ///
     /// Example: [the module's](crate::jsonrpc::payload).
     pub fn text_of<T: Serialize + ?Sized>(result: &T) -> Result<Self, serde_json::Error> {
-        serde_json::value::to_raw_value(result).map(|raw| Self::Text(Arc::from(raw)))
+        serde_json::value::to_raw_value(result).map(|raw| Self::Text(JsonText(Arc::from(raw))))
     }
 
     /// The result as a JSON value; text is parsed (it fails only past serde_json's nesting
@@ -50,7 +63,7 @@ impl Payload {
     pub fn into_value(self) -> Result<Value, serde_json::Error> {
         match self {
             Self::Value(value) => Ok(value),
-            Self::Text(raw) => serde_json::from_str(raw.get()),
+            Self::Text(text) => serde_json::from_str(text.get()),
         }
     }
 
@@ -60,7 +73,7 @@ impl Payload {
     pub fn decode<T: serde::de::DeserializeOwned>(self) -> Result<T, serde_json::Error> {
         match self {
             Self::Value(value) => serde_json::from_value(value),
-            Self::Text(raw) => serde_json::from_str(raw.get()),
+            Self::Text(text) => serde_json::from_str(text.get()),
         }
     }
 
@@ -83,7 +96,7 @@ impl Serialize for Payload {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Self::Value(value) => value.serialize(serializer),
-            Self::Text(raw) => raw.serialize(serializer),
+            Self::Text(text) => text.0.serialize(serializer),
         }
     }
 }
@@ -106,7 +119,7 @@ impl fmt::Debug for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Value(value) => value.fmt(f),
-            Self::Text(raw) => f.write_str(raw.get()),
+            Self::Text(text) => f.write_str(text.get()),
         }
     }
 }

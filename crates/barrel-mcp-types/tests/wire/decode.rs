@@ -309,4 +309,10 @@ fn a_result_written_as_text_is_sent_as_it_is() {
         Payload::text_of(&json!({ "n": 2 })).unwrap(),
         Payload::from(json!({ "n": 1 }))
     );
+    // Compact: one line of a newline-delimited stream, whatever the strings hold.
+    let Payload::Text(lines) = Payload::text_of(&json!({ "a": "x\ny", "b": [1, 2] })).unwrap()
+    else {
+        panic!("text_of writes text");
+    };
+    assert_eq!(lines.get(), r#"{"a":"x\ny","b":[1,2]}"#);
 }

@@ -254,9 +254,13 @@ impl Shared {
         };
         match entry {
             Some(entry) => {
-                let value = outcome
-                    .map_err(Error::Rpc)
-                    .and_then(|result| result.into_value().map_err(Error::Json));
+                // Text only comes from this process (an in-memory pair), written by serde_json;
+                // it fails to read back only past serde_json's nesting limit.
+                let value = outcome.map_err(Error::Rpc).and_then(|result| {
+                    result
+                        .into_value()
+                        .map_err(|e| Error::Protocol(format!("the result could not be read: {e}")))
+                });
                 let _ = entry.reply.send(value);
             }
             None => tracing::debug!(?id, "response for no pending request; dropped"),

@@ -310,6 +310,7 @@ async fn deliver(state: &State, call: &Call, frame: Frame) -> bool {
     let mut frame = frame;
     if answers
         && let Ok(Message::Response(Response {
+            // Read off the wire: always a value.
             outcome: Ok(Payload::Value(result)),
             ..
         })) = &mut frame
