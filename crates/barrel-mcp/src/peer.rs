@@ -230,6 +230,18 @@ impl Peer {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value, Error> {
+        let result = self.request_result(method, params, options).await?;
+        read_result(result)
+    }
+
+    /// [`Peer::request`], with the result as it came: a value off the wire, or the text an
+    /// in-process peer wrote (read straight into a typed result with [`Payload::decode`]).
+    pub(crate) async fn request_result(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Payload, Error> {
         outbound::request(&self.shared, self.related.clone(), method, params, options).await
     }
 
@@ -331,4 +343,12 @@ pub(crate) fn connect<T: Transport>(
     let (reader, writer) = transport.split();
     let run = connection::run(reader, writer, outbound_rx, handler, peer.clone());
     (peer, run)
+}
+
+/// A result as a value. Text only comes from this process (an in-memory pair), written by
+/// serde_json: it fails to read back only past serde_json's nesting limit.
+pub(crate) fn read_result(result: Payload) -> Result<Value, Error> {
+    result
+        .into_value()
+        .map_err(|e| Error::Protocol(format!("the result could not be read: {e}")))
 }

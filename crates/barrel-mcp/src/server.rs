@@ -275,7 +275,8 @@ impl Server {
         transport: T,
         stop: CancellationToken,
     ) -> crate::Result<()> {
-        let connection = connection::Connection::new(self.clone(), None);
+        let connection = connection::Connection::new(self.clone(), None)
+            .with_results_as_text(!transport.passes_messages_as_they_are());
         self.serve_connection(connection, transport, stop).await
     }
 

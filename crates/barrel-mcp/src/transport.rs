@@ -71,6 +71,13 @@ pub trait Transport: Send + 'static {
     fn set_handshake(&mut self, handshake: Arc<dyn Handshake>) {
         let _ = handshake;
     }
+
+    /// True when the transport hands messages over as they are, never encoded (an in-process
+    /// pair, [`memory()`]). A server then answers with JSON values, which the other side reads
+    /// as they are, instead of text it would parse back. The default: false.
+    fn passes_messages_as_they_are(&self) -> bool {
+        false
+    }
 }
 
 /// Whoever owns a connection's handshake (the [`Client`](crate::client::Client)). A transport

@@ -4,9 +4,9 @@
 use barrel_mcp_types::method::names;
 use barrel_mcp_types::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, DiscoverResult,
-    GetPromptParams, GetPromptResult, InputRequiredResult, LoggingLevel, ReadResourceParams,
-    ReadResourceResult, ResultType, SetLevelParams, SubscribeParams, SubscriptionFilter,
-    SubscriptionsListenParams, SubscriptionsListenResult, UnsubscribeParams,
+    GetPromptParams, GetPromptResult, InputRequiredResult, LoggingLevel, Payload,
+    ReadResourceParams, ReadResourceResult, ResultType, SetLevelParams, SubscribeParams,
+    SubscriptionFilter, SubscriptionsListenParams, SubscriptionsListenResult, UnsubscribeParams,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::cache;
 use super::options::CallOptions;
 use super::{Client, input, request};
+use crate::peer::read_result;
 use crate::{Error, Result};
 
 impl Client {
@@ -330,10 +331,10 @@ impl Client {
         method: &'static str,
         params: Value,
         send: F,
-    ) -> Result<Value>
+    ) -> Result<Payload>
     where
         F: FnOnce(Value) -> Fut,
-        Fut: std::future::Future<Output = Result<(Value, bool)>>,
+        Fut: std::future::Future<Output = Result<(Payload, bool)>>,
     {
         let slot = self
             .is_modern()
@@ -343,13 +344,17 @@ impl Client {
         if let Some((method, key)) = &slot
             && let Some(hit) = self.inner.cache.get(method, key, false)
         {
-            return Ok(hit);
+            return Ok(Payload::Value(hit));
         }
         // A change announced while the request was out makes its answer stale at once.
         let generation = self.inner.cache.generation();
         let (result, keep) = send(params).await?;
-        if keep && let Some((method, key)) = slot {
-            self.inner.cache.put(method, key, &result, generation);
+        // 2026-07-28 results, the only ones cached, are values (`request::send`).
+        if keep
+            && let Some((method, key)) = slot
+            && let Some(value) = result.as_value()
+        {
+            self.inner.cache.put(method, key, value, generation);
         }
         Ok(result)
     }
@@ -372,13 +377,14 @@ impl Client {
         self.inner.cache.clear();
     }
 
-    /// Sends one request in the connection's era and returns the raw result.
+    /// Sends one request in the connection's era and returns the raw result (a value, or an
+    /// in-process server's text).
     pub(crate) async fn send(
         &self,
         method: &str,
         params: Option<Value>,
         options: &CallOptions,
-    ) -> Result<Value> {
+    ) -> Result<Payload> {
         let envelope = self.inner.envelope.as_ref();
         let result =
             request::send(&self.inner.peer, envelope, method, params, options, false).await;
@@ -417,7 +423,7 @@ impl Client {
         method: &str,
         params: &P,
         options: &CallOptions,
-    ) -> Result<(Value, u32)> {
+    ) -> Result<(Payload, u32)> {
         let Value::Object(mut params) = serde_json::to_value(params)? else {
             return Err(Error::Protocol("params must be a JSON object".into()));
         };
@@ -443,14 +449,14 @@ impl Client {
                 true,
             )
             .await;
-            let result = match result {
+            let result = match result.and_then(read_result) {
                 Ok(result) => result,
                 Err(error) => {
                     return Err(super::connect::why_closed(error, &self.inner.ended).await);
                 }
             };
             if ResultType::of(&result) != ResultType::InputRequired {
-                return Ok((result, round));
+                return Ok((Payload::Value(result), round));
             }
             if round == max {
                 break;
@@ -492,8 +498,11 @@ impl Client {
     }
 }
 
-/// Decodes a result, naming the method when it does not fit.
-pub(crate) fn decode<R: DeserializeOwned>(method: &str, result: Value) -> Result<R> {
-    serde_json::from_value(result)
+/// Decodes a result (a value, or an in-process server's text, read straight into `R`),
+/// naming the method when it does not fit.
+pub(crate) fn decode<R: DeserializeOwned>(method: &str, result: impl Into<Payload>) -> Result<R> {
+    result
+        .into()
+        .decode()
         .map_err(|e| Error::Protocol(format!("invalid {method} result: {e}")))
 }

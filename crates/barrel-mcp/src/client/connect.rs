@@ -15,7 +15,7 @@ use barrel_mcp_types::meta::SERVER_INFO_KEY;
 use barrel_mcp_types::method::names;
 use barrel_mcp_types::{
     DiscoverResult, ErrorCode, ErrorObject, Implementation, InitializeParams, InitializeResult,
-    ProtocolVersion, ServerCapabilities,
+    Payload, ProtocolVersion, ServerCapabilities,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -29,7 +29,7 @@ use super::options::CallOptions;
 use super::request::{self, Envelope};
 use super::task_receiver::{self, TaskReceiver};
 use super::{Client, Inner, keepalive};
-use crate::peer::{self, Peer};
+use crate::peer::{self, Peer, read_result};
 use crate::transport::{Handshake, Transport};
 use crate::{Error, HttpError, Result};
 
@@ -234,7 +234,7 @@ impl Hello<'_> {
             answer = discover().await;
         }
         match answer {
-            Ok(result) => Ok(classify_discover(result)),
+            Ok(result) => Ok(classify_discover(read_result(result)?)),
             Err(Error::Rpc(error)) => classify_error(error),
             // A result with an unknown resultType is still not a discover result.
             Err(Error::Protocol(why)) => {
@@ -305,12 +305,13 @@ fn initialize_params(
 /// speaks (`version` itself when `pinned`). The task receiver learns the revision before
 /// `notifications/initialized`, after which the server may send task-augmented requests.
 fn accept_initialize(
-    result: Value,
+    result: Payload,
     version: ProtocolVersion,
     pinned: bool,
     tasks: Option<&TaskReceiver>,
 ) -> Result<Negotiated> {
-    let result: InitializeResult = serde_json::from_value(result)
+    let result: InitializeResult = result
+        .decode()
         .map_err(|e| Error::Protocol(format!("invalid initialize result: {e}")))?;
     let chosen = ProtocolVersion::parse(&result.protocol_version)
         .filter(|v| !v.is_stateless())
@@ -383,8 +384,12 @@ impl Handshake for Rehandshake {
             .get()
             .and_then(Weak::upgrade)
             .ok_or(Error::Closed)?;
-        let negotiated =
-            accept_initialize(result, self.version, self.pinned, self.tasks.as_deref())?;
+        let negotiated = accept_initialize(
+            result.into(),
+            self.version,
+            self.pinned,
+            self.tasks.as_deref(),
+        )?;
         tracing::debug!(version = %negotiated.version, "initialized again");
         *inner
             .negotiated

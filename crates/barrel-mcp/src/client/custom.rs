@@ -47,7 +47,8 @@ impl Client {
             object @ Value::Object(_) => Some(object),
             _ => return Err(Error::Protocol("params must be a JSON object".into())),
         };
-        self.send(method, params, &CallOptions::new()).await
+        let result = self.send(method, params, &CallOptions::new()).await?;
+        crate::peer::read_result(result)
     }
 
     /// Sends a notification the spec does not define (an extension's or the application's

@@ -7,14 +7,14 @@ use barrel_mcp_types::meta::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY,
 };
 use barrel_mcp_types::{
-    ClientCapabilities, Implementation, LoggingLevel, Meta, ProgressParams, ProtocolVersion,
-    ResultType,
+    ClientCapabilities, Implementation, LoggingLevel, Meta, Payload, ProgressParams,
+    ProtocolVersion, ResultType,
 };
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::options::CallOptions;
-use crate::peer::{Peer, RequestOptions};
+use crate::peer::{Peer, RequestOptions, read_result};
 use crate::{Error, Result};
 
 /// What every 2026-07-28 request carries in `params._meta`.
@@ -113,11 +113,12 @@ pub(crate) async fn send(
     params: Option<Value>,
     options: &CallOptions,
     allow_input: bool,
-) -> Result<Value> {
+) -> Result<Payload> {
     let params = prepare(params, envelope, options.meta.as_ref())?;
     let may_be_task = allow_input && declares_tasks(params.as_ref());
     let result = request(peer, method, params, options).await?;
     if envelope.is_some() {
+        let result = read_result(result)?;
         match ResultType::of(&result) {
             ResultType::Complete => {}
             ResultType::InputRequired if allow_input => {}
@@ -134,6 +135,7 @@ pub(crate) async fn send(
                 )));
             }
         }
+        return Ok(Payload::Value(result));
     }
     Ok(result)
 }
@@ -154,7 +156,7 @@ async fn request(
     method: &str,
     params: Option<Value>,
     options: &CallOptions,
-) -> Result<Value> {
+) -> Result<Payload> {
     let mut peer_options = RequestOptions {
         timeout: options.timeout,
         max_total: options.max_total,
@@ -163,7 +165,7 @@ async fn request(
         cancel: options.cancel.clone(),
     };
     let Some(callback) = options.progress.as_ref() else {
-        return peer.request(method, params, peer_options).await;
+        return peer.request_result(method, params, peer_options).await;
     };
     let (tx, mut rx) = mpsc::channel(peer.config().progress_queue.max(1));
     peer_options.progress = Some(tx);
@@ -171,7 +173,7 @@ async fn request(
         Ok(progress) => callback(progress),
         Err(e) => tracing::debug!("malformed progress notification ignored: {e}"),
     };
-    let call = peer.request(method, params, peer_options);
+    let call = peer.request_result(method, params, peer_options);
     tokio::pin!(call);
     let result = loop {
         tokio::select! {

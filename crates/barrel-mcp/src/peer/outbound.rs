@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use barrel_mcp_types::method::names::INITIALIZE;
-use barrel_mcp_types::{Message, RequestId, Response};
+use barrel_mcp_types::{Message, Payload, RequestId, Response};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
@@ -18,7 +18,7 @@ use crate::transport::Outgoing;
 
 /// An outbound request waiting for its response.
 pub(super) struct Pending {
-    reply: oneshot::Sender<Result<Value, Error>>,
+    reply: oneshot::Sender<Result<Payload, Error>>,
     /// Where this request's progress goes, when the caller asked for it.
     progress: Option<mpsc::Sender<Value>>,
     /// Woken by each progress notification, when progress resets the timeout.
@@ -33,7 +33,7 @@ pub(super) async fn request(
     method: &str,
     params: Option<Value>,
     options: RequestOptions,
-) -> Result<Value, Error> {
+) -> Result<Payload, Error> {
     let RequestOptions {
         timeout,
         max_total,
@@ -127,11 +127,11 @@ impl Call<'_> {
     async fn wait(
         &mut self,
         start: Instant,
-        mut rx: oneshot::Receiver<Result<Value, Error>>,
+        mut rx: oneshot::Receiver<Result<Payload, Error>>,
         limits: Limits,
         activity: Option<&Notify>,
         cancel: Option<&CancellationToken>,
-    ) -> Result<Value, Error> {
+    ) -> Result<Payload, Error> {
         let cap = after(start, limits.max_total);
         let mut deadline = after(start, limits.timeout).min(cap);
         loop {
@@ -254,14 +254,7 @@ impl Shared {
         };
         match entry {
             Some(entry) => {
-                // Text only comes from this process (an in-memory pair), written by serde_json;
-                // it fails to read back only past serde_json's nesting limit.
-                let value = outcome.map_err(Error::Rpc).and_then(|result| {
-                    result
-                        .into_value()
-                        .map_err(|e| Error::Protocol(format!("the result could not be read: {e}")))
-                });
-                let _ = entry.reply.send(value);
+                let _ = entry.reply.send(outcome.map_err(Error::Rpc));
             }
             None => tracing::debug!(?id, "response for no pending request; dropped"),
         }

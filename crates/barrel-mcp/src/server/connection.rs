@@ -53,6 +53,9 @@ pub(crate) struct Connection {
     events: Option<Arc<dyn SessionEvents>>,
     /// The name `initialize` gives the session; `None`: a random one.
     name: Option<String>,
+    /// Whether results are written to JSON text (false: the transport passes messages as they
+    /// are, so values are cheaper for both sides).
+    results_as_text: bool,
 }
 
 enum State {
@@ -74,7 +77,15 @@ impl Connection {
             state: Mutex::new(State::Opening),
             events,
             name: None,
+            results_as_text: true,
         }
+    }
+
+    /// The same connection, writing results as text or not (see
+    /// [`Transport::passes_messages_as_they_are`](crate::transport::Transport::passes_messages_as_they_are)).
+    pub(crate) fn with_results_as_text(mut self, results_as_text: bool) -> Self {
+        self.results_as_text = results_as_text;
+        self
     }
 
     /// The same connection, whose session `initialize` names `name` (the server's name for it:
@@ -105,6 +116,7 @@ impl Connection {
             }),
             events: Some(events),
             name: None,
+            results_as_text: true,
         }
     }
 
@@ -300,7 +312,8 @@ impl Handler for Connection {
                 }
             },
         };
-        let scope = Scope::in_session(session);
+        let mut scope = Scope::in_session(session);
+        scope.results_as_text = self.results_as_text;
         Box::pin(dispatch::handle(self.server.clone(), scope, request, cx))
     }
 

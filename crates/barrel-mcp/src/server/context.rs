@@ -112,6 +112,10 @@ pub(crate) struct Scope {
     pub(crate) session: Option<Arc<Session>>,
     /// The per-request log level of 2026-07-28 (`None`: send no log messages).
     pub(crate) request_log_level: Option<LoggingLevel>,
+    /// Whether `dispatch::encode` writes results to JSON text (else values): true in a session
+    /// whose transport encodes messages; false in 2026-07-28 (`stateless::finish` edits the
+    /// value) and where messages pass as they are (an in-process pair).
+    pub(crate) results_as_text: bool,
 }
 
 impl Scope {
@@ -123,6 +127,7 @@ impl Scope {
             client_info: (!session.detached).then(|| Arc::clone(&session.client_info)),
             session: Some(session),
             request_log_level: None,
+            results_as_text: true,
         }
     }
 

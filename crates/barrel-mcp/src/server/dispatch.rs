@@ -191,17 +191,18 @@ pub(crate) fn decode_ref<T: DeserializeOwned>(params: &Value) -> Result<T, Error
 }
 
 /// Serializes a result after shaping it for the request's revision: straight to JSON text,
-/// sent as it is; in the stateless era to a value, which [`handle`] finishes (`resultType`,
-/// the server's info in `_meta`).
+/// sent as it is; to a value where the scope says so ([`Scope::results_as_text`]): in the
+/// stateless era, which [`handle`] finishes (`resultType`, the server's info in `_meta`), and
+/// on an in-process pair.
 pub(crate) fn encode<T: Serialize + Shape>(
     mut result: T,
     scope: &Scope,
 ) -> Result<Payload, ErrorObject> {
     result.shape(scope.version);
-    let written = if scope.is_stateless() {
-        serde_json::to_value(result).map(Payload::Value)
-    } else {
+    let written = if scope.results_as_text {
         Payload::text_of(&result)
+    } else {
+        serde_json::to_value(result).map(Payload::Value)
     };
     written.map_err(internal)
 }

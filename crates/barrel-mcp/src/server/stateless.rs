@@ -107,6 +107,7 @@ impl<'a> Envelope<'a> {
             client_info: self.client_info.map(Arc::new),
             session: None,
             request_log_level: self.request_log_level,
+            results_as_text: false,
         })
     }
 }

@@ -48,6 +48,10 @@ impl Transport for MemoryTransport {
     fn split(self) -> (MemoryReader, MemoryWriter) {
         (self.reader, self.writer)
     }
+
+    fn passes_messages_as_they_are(&self) -> bool {
+        true
+    }
 }
 
 /// The receiving half of a [`MemoryTransport`].

@@ -12,6 +12,7 @@ mod listen;
 mod listing;
 mod local;
 mod resources_prompts;
+mod result_form;
 mod stateless;
 mod task_extension;
 mod task_lease;
