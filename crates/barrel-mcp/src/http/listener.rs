@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::StreamableHttp;
+use super::config::HYPER_MAX_HEADERS;
 use super::prefixed::sniff;
 use super::service::ListenerService;
 
@@ -161,8 +162,11 @@ fn builder(http: &StreamableHttp) -> auto::Builder<TokioExecutor> {
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(config.header_read_timeout)
-        .max_headers(config.max_headers);
+        .header_read_timeout(config.header_read_timeout);
+    // Left unset at hyper's own cap: hyper then parses into arrays it never fills first.
+    if config.max_headers != HYPER_MAX_HEADERS {
+        builder.http1().max_headers(config.max_headers);
+    }
     let h2 = &config.http2;
     builder
         .http2()

@@ -324,6 +324,36 @@ async fn slow_headers_are_cut_off_and_header_count_is_capped() {
 }
 
 #[tokio::test]
+async fn the_default_header_cap_is_a_hundred() {
+    let server = TestServer::start(HttpConfig::default()).await;
+    let addr = server.addr;
+    // A GET with `count` headers in all: within the cap it reaches the endpoint (405 without
+    // a session's stream to open is not what is checked: any answer but 431 is).
+    let status_line = |count: usize| async move {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let mut head = String::from("GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+        for n in 1..count {
+            head.push_str(&format!("x-filler-{n}: y\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let mut buffer = [0u8; 64];
+        let n = within(stream.read(&mut buffer)).await.unwrap_or(0);
+        String::from_utf8_lossy(&buffer[..n]).into_owned()
+    };
+    let at_cap = status_line(100).await;
+    assert!(
+        at_cap.starts_with("HTTP/1.1 ") && !at_cap.starts_with("HTTP/1.1 431"),
+        "{at_cap}"
+    );
+    let over = status_line(101).await;
+    assert!(
+        over.is_empty() || over.starts_with("HTTP/1.1 431"),
+        "{over}"
+    );
+}
+
+#[tokio::test]
 async fn any_origin_and_required_origin_when_asked() {
     let open = HttpConfig {
         allow_any_origin: true,
