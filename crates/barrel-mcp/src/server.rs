@@ -195,8 +195,10 @@ pub struct Server {
 
 struct Inner {
     info: Implementation,
-    /// `info` as JSON, made once: every 2026-07-28 result carries it.
+    /// `info` as JSON, made once: every 2026-07-28 result carries it (as a value, or as text
+    /// for a result written as text).
     info_json: serde_json::Value,
+    info_text: Box<serde_json::value::RawValue>,
     instructions: Option<String>,
     config: ServerConfig,
     registry: RwLock<Registry>,

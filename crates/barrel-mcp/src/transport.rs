@@ -73,8 +73,9 @@ pub trait Transport: Send + 'static {
     }
 
     /// True when the transport hands messages over as they are, never encoded (an in-process
-    /// pair, [`memory()`]). A server then answers with JSON values, which the other side reads
-    /// as they are, instead of text it would parse back. The default: false.
+    /// pair, [`memory()`]). A server then answers with JSON values (but for its shared
+    /// `initialize` answer), which the other side reads as they are, instead of text it would
+    /// parse back. The default: false.
     fn passes_messages_as_they_are(&self) -> bool {
         false
     }

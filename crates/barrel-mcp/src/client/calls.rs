@@ -377,8 +377,9 @@ impl Client {
         self.inner.cache.clear();
     }
 
-    /// Sends one request in the connection's era and returns the raw result (a value, or an
-    /// in-process server's text).
+    /// Sends one request in the connection's era and returns the raw result (a value, or the
+    /// text a server in this process wrote: its `initialize` answer, or any result over a
+    /// transport that does not say it passes messages as they are).
     pub(crate) async fn send(
         &self,
         method: &str,
@@ -498,7 +499,7 @@ impl Client {
     }
 }
 
-/// Decodes a result (a value, or an in-process server's text, read straight into `R`),
+/// Decodes a result (a value, or text a server in this process wrote, read straight into `R`),
 /// naming the method when it does not fit.
 pub(crate) fn decode<R: DeserializeOwned>(method: &str, result: impl Into<Payload>) -> Result<R> {
     result

@@ -520,6 +520,7 @@ impl ServerBuilder {
         Ok(Server {
             inner: Arc::new(Inner {
                 info_json: serde_json::to_value(&info).unwrap_or(Value::Null),
+                info_text: serde_json::value::to_raw_value(&info).unwrap_or_default(),
                 info,
                 instructions: self.instructions,
                 registry: RwLock::new(self.registry),

@@ -293,7 +293,10 @@ impl Handler for Connection {
                 return ready(Err(ErrorObject::method_not_found(&request.method)));
             }
             return match stateless::Envelope::read(meta).and_then(stateless::Envelope::scope) {
-                Ok(scope) => stateless::serve(&self.server, scope, request, cx),
+                Ok(mut scope) => {
+                    scope.results_as_text = self.results_as_text;
+                    stateless::serve(&self.server, scope, request, cx)
+                }
                 Err(e) => ready(Err(e)),
             };
         }

@@ -112,9 +112,8 @@ pub(crate) struct Scope {
     pub(crate) session: Option<Arc<Session>>,
     /// The per-request log level of 2026-07-28 (`None`: send no log messages).
     pub(crate) request_log_level: Option<LoggingLevel>,
-    /// Whether `dispatch::encode` writes results to JSON text (else values): true in a session
-    /// whose transport encodes messages; false in 2026-07-28 (`stateless::finish` edits the
-    /// value) and where messages pass as they are (an in-process pair).
+    /// Whether `dispatch::encode` writes results to JSON text (else values): true where the
+    /// transport encodes messages, false where they pass as they are (an in-process pair).
     pub(crate) results_as_text: bool,
 }
 

@@ -55,11 +55,10 @@ pub(crate) async fn handle(
         None => routed.await?,
     };
     if stateless {
-        // Results in the stateless era are values (see `encode`), finished here.
-        return Ok(Payload::Value(stateless::finish(
-            into_value(result)?,
-            &server,
-        )));
+        return match result {
+            Payload::Text(text) => stateless::finish_text(text.get(), &server).map_err(internal),
+            Payload::Value(value) => Ok(Payload::Value(stateless::finish(value, &server))),
+        };
     }
     Ok(result)
 }
@@ -191,9 +190,9 @@ pub(crate) fn decode_ref<T: DeserializeOwned>(params: &Value) -> Result<T, Error
 }
 
 /// Serializes a result after shaping it for the request's revision: straight to JSON text,
-/// sent as it is; to a value where the scope says so ([`Scope::results_as_text`]): in the
-/// stateless era, which [`handle`] finishes (`resultType`, the server's info in `_meta`), and
-/// on an in-process pair.
+/// sent as it is (in the stateless era [`handle`] then adds `resultType` and the server's info
+/// in `_meta` to the text); to a value where the scope says so ([`Scope::results_as_text`]:
+/// on an in-process pair).
 pub(crate) fn encode<T: Serialize + Shape>(
     mut result: T,
     scope: &Scope,
@@ -207,8 +206,7 @@ pub(crate) fn encode<T: Serialize + Shape>(
     written.map_err(internal)
 }
 
-/// A result as a value, for what keeps or edits it (a task's stored result, the stateless
-/// era's finish); text is parsed.
+/// A result as a value, for what keeps or edits it (a task's stored result); text is parsed.
 pub(crate) fn into_value(result: Payload) -> Result<Value, ErrorObject> {
     result.into_value().map_err(internal)
 }

@@ -3,6 +3,10 @@
 //! A request whose `params._meta` names `io.modelcontextprotocol/protocolVersion` is served
 //! statelessly: everything the server needs to know about the client travels with it.
 
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use barrel_mcp_types::meta::{
@@ -13,6 +17,7 @@ use barrel_mcp_types::{
     ProtocolVersion, Request, Shape,
 };
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::context::{Ctx, Scope};
@@ -107,7 +112,7 @@ impl<'a> Envelope<'a> {
             client_info: self.client_info.map(Arc::new),
             session: None,
             request_log_level: self.request_log_level,
-            results_as_text: false,
+            results_as_text: true,
         })
     }
 }
@@ -178,6 +183,38 @@ pub(crate) fn discover(server: &Server) -> Result<Value, ErrorObject> {
         meta: None,
     };
     serde_json::to_value(result).map_err(|e| ErrorObject::internal(e.to_string()))
+}
+
+/// [`finish`] of a result written as text: its members are read as they are (borrowed, no
+/// value built), `resultType` and the server's identity in `_meta` added, and the lot written
+/// again, members in name order. A result whose members cannot be borrowed (a name or a
+/// `_meta` key with an escape, or a `_meta` that is not an object) is finished as a value.
+pub(crate) fn finish_text(text: &str, server: &Server) -> Result<Payload, serde_json::Error> {
+    if let Some(finished) = finish_members(text, server)? {
+        return Ok(finished);
+    }
+    let value = serde_json::from_str(text)?;
+    Ok(Payload::Value(finish(value, server)))
+}
+
+/// [`finish_text`] on borrowed members; `None` when they cannot be borrowed.
+fn finish_members(text: &str, server: &Server) -> Result<Option<Payload>, serde_json::Error> {
+    let Ok(mut members) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(text) else {
+        return Ok(None);
+    };
+    let mut meta: BTreeMap<&str, &RawValue> = match members.get("_meta") {
+        None => BTreeMap::new(),
+        Some(raw) => match serde_json::from_str(raw.get()) {
+            Ok(meta) => meta,
+            Err(_) => return Ok(None),
+        },
+    };
+    meta.insert(SERVER_INFO_KEY, &server.inner.info_text);
+    let meta = serde_json::value::to_raw_value(&meta)?;
+    members.insert("_meta", &meta);
+    let complete: &RawValue = serde_json::from_str(r#""complete""#)?;
+    members.entry("resultType").or_insert(complete);
+    Payload::text_of(&members).map(Some)
 }
 
 /// Completes a 2026-07-28 result: `resultType` (complete unless already set) and the server's

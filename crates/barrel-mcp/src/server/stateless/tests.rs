@@ -1,0 +1,59 @@
+//! `finish_text` against `finish`: the same JSON, whichever form the result took.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+fn server() -> Server {
+    Server::builder()
+        .name("finisher", "1.2.3")
+        .build()
+        .expect("a server")
+}
+
+/// `result` finished as text and as a value: the same JSON.
+fn both(result: &Value) -> (Value, Value) {
+    let server = server();
+    let text = serde_json::to_string(result).expect("text");
+    let finished = finish_text(&text, &server).expect("finished");
+    let from_text = finished.into_value().expect("JSON");
+    (from_text, finish(result.clone(), &server))
+}
+
+#[test]
+fn text_is_finished_as_a_value_is() {
+    let info = json!({ "name": "finisher", "version": "1.2.3" });
+    // No `_meta`, no `resultType`: both are added.
+    let (text, value) = both(&json!({ "content": [{ "type": "text", "text": "hi" }] }));
+    assert_eq!(text, value);
+    assert_eq!(text["resultType"], "complete");
+    assert_eq!(text["_meta"][SERVER_INFO_KEY], info);
+    // A `_meta` of the handler's keeps its keys; a `resultType` already set is kept.
+    let (text, value) = both(&json!({
+        "resultType": "input_required",
+        "_meta": { "app/trace": [1, 2], SERVER_INFO_KEY: "stale" },
+    }));
+    assert_eq!(text, value);
+    assert_eq!(text["resultType"], "input_required");
+    assert_eq!(text["_meta"]["app/trace"], json!([1, 2]));
+    assert_eq!(text["_meta"][SERVER_INFO_KEY], info);
+    // Names with an escape cannot be borrowed: finished through a value, the same.
+    let (text, value) = both(&json!({ "a\"b": 1, "_meta": { "k\\n": true } }));
+    assert_eq!(text, value);
+    // A `_meta` that is not an object is left as `finish` leaves it.
+    let (text, value) = both(&json!({ "_meta": 5 }));
+    assert_eq!(text, value);
+}
+
+#[test]
+fn members_come_out_in_name_order_and_compact() {
+    let server = server();
+    let finished = finish_text(r#"{"z":1,"content":[]}"#, &server).expect("finished");
+    let Payload::Text(text) = finished else {
+        panic!("finished as text");
+    };
+    assert_eq!(
+        text.get(),
+        r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"finisher","version":"1.2.3"}},"content":[],"resultType":"complete","z":1}"#
+    );
+}
