@@ -270,6 +270,10 @@ pub(crate) async fn call_tool_as(
         }
         AsTask::MayBecome(plan) => plan,
     };
+    // The work's result is kept as a value (a task's stored result, or the call's answer,
+    // finished as one): written as text, it would be parsed straight back.
+    let mut scope = scope;
+    scope.results_as_text = false;
     // The work gets a token of its own: once the call is a task, it outlives this request.
     let request_cancel = cx.cancel.clone();
     let work_cancel = CancellationToken::new();

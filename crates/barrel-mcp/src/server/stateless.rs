@@ -187,8 +187,9 @@ pub(crate) fn discover(server: &Server) -> Result<Value, ErrorObject> {
 
 /// [`finish`] of a result written as text: its members are read as they are (borrowed, no
 /// value built), `resultType` and the server's identity in `_meta` added, and the lot written
-/// again, members in name order. A result whose members cannot be borrowed (a name or a
-/// `_meta` key with an escape, or a `_meta` that is not an object) is finished as a value.
+/// again, members in name order (as a `Value` writes them while serde_json's `preserve_order`
+/// is off). A result whose members cannot be borrowed (not an object, a name or a `_meta` key
+/// with an escape, or a `_meta` that is not an object) is finished as a value.
 pub(crate) fn finish_text(text: &str, server: &Server) -> Result<Payload, serde_json::Error> {
     if let Some(finished) = finish_members(text, server)? {
         return Ok(finished);

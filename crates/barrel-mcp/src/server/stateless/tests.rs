@@ -11,11 +11,13 @@ fn server() -> Server {
         .expect("a server")
 }
 
-/// `result` finished as text and as a value: the same JSON.
-fn both(result: &Value) -> (Value, Value) {
+/// `result` finished as text and as a value: the same JSON. `borrowed`: whether the text
+/// path kept it text (else it fell back to a value).
+fn both(result: &Value, borrowed: bool) -> (Value, Value) {
     let server = server();
     let text = serde_json::to_string(result).expect("text");
     let finished = finish_text(&text, &server).expect("finished");
+    assert_eq!(matches!(finished, Payload::Text(_)), borrowed, "{result}");
     let from_text = finished.into_value().expect("JSON");
     (from_text, finish(result.clone(), &server))
 }
@@ -24,24 +26,30 @@ fn both(result: &Value) -> (Value, Value) {
 fn text_is_finished_as_a_value_is() {
     let info = json!({ "name": "finisher", "version": "1.2.3" });
     // No `_meta`, no `resultType`: both are added.
-    let (text, value) = both(&json!({ "content": [{ "type": "text", "text": "hi" }] }));
+    let (text, value) = both(
+        &json!({ "content": [{ "type": "text", "text": "hi" }] }),
+        true,
+    );
     assert_eq!(text, value);
     assert_eq!(text["resultType"], "complete");
     assert_eq!(text["_meta"][SERVER_INFO_KEY], info);
     // A `_meta` of the handler's keeps its keys; a `resultType` already set is kept.
-    let (text, value) = both(&json!({
-        "resultType": "input_required",
-        "_meta": { "app/trace": [1, 2], SERVER_INFO_KEY: "stale" },
-    }));
+    let (text, value) = both(
+        &json!({
+            "resultType": "input_required",
+            "_meta": { "app/trace": [1, 2], SERVER_INFO_KEY: "stale" },
+        }),
+        true,
+    );
     assert_eq!(text, value);
     assert_eq!(text["resultType"], "input_required");
     assert_eq!(text["_meta"]["app/trace"], json!([1, 2]));
     assert_eq!(text["_meta"][SERVER_INFO_KEY], info);
     // Names with an escape cannot be borrowed: finished through a value, the same.
-    let (text, value) = both(&json!({ "a\"b": 1, "_meta": { "k\\n": true } }));
+    let (text, value) = both(&json!({ "a\"b": 1, "_meta": { "k\\n": true } }), false);
     assert_eq!(text, value);
     // A `_meta` that is not an object is left as `finish` leaves it.
-    let (text, value) = both(&json!({ "_meta": 5 }));
+    let (text, value) = both(&json!({ "_meta": 5 }), false);
     assert_eq!(text, value);
 }
 

@@ -64,6 +64,11 @@ async fn answers_without_a_session() {
     let answer = body_json(response).await;
     assert_eq!(answer["result"]["content"][0]["text"], "hey");
     assert_eq!(answer["result"]["resultType"], "complete");
+    // Finished from the text the tool's result was written to: the server says who it is.
+    assert_eq!(
+        answer["result"]["_meta"]["io.modelcontextprotocol/serverInfo"],
+        serde_json::json!({ "name": "fixture", "version": "1.0.0" })
+    );
     // The name may come base64-encoded.
     let encoded = post(&client, &body, Some("=?base64?ZWNobw==?="), &[]).await;
     assert_eq!(encoded.status(), StatusCode::OK);
