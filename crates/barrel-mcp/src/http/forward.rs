@@ -103,9 +103,21 @@ pub(crate) async fn deliver(
     message: Message,
     caller: Option<Arc<Caller>>,
 ) -> Response {
-    let Some(shared) = shared.filter(|_| session.durable.is_some()) else {
-        return here(session, message, caller).await;
-    };
+    match shared.filter(|_| session.durable.is_some()) {
+        None => here(session, message, caller).await,
+        // Boxed: a session shared through a bus is the rare case, and its bus calls would make
+        // every POST's future (moved at each layer above it) that much larger.
+        Some(shared) => Box::pin(deliver_shared(shared, session, message, caller)).await,
+    }
+}
+
+/// [`deliver`] for a session shared through a bus.
+async fn deliver_shared(
+    shared: &SharedSessions,
+    session: &HttpSession,
+    message: Message,
+    caller: Option<Arc<Caller>>,
+) -> Response {
     // What leaves this node (made once), and where to: one node's inbox, or every node.
     let (to, text) = match target(&message, shared.bus.node()) {
         Target::Node(node) => (Some(node), message.to_json()),

@@ -64,7 +64,9 @@ pub(crate) async fn post(
         }
     }
     let found = match (opening, shared) {
-        (Some(params), Some(shared)) => replica::open(state, parts, shared, params).await,
+        // Boxed, as the rare case: inline, its store calls would make every POST's future
+        // (moved at each layer above it) that much larger.
+        (Some(params), Some(shared)) => Box::pin(replica::open(state, parts, shared, params)).await,
         (Some(_), None) => open(state, parts),
         (None, _) => lookup(state, parts).await,
     };

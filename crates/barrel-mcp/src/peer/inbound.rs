@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::handlers::Handlers;
 use super::shared::{CANCELLED, PROGRESS, Shared, lock};
 use super::unwind::{self, panic_text};
-use super::{Handler, Peer, RequestContext};
+use super::{BoxFuture, Handler, Peer, RequestContext};
 use crate::Error;
 use crate::transport::{Caller, Frame, MessageReader};
 
@@ -51,7 +51,8 @@ pub(super) async fn on_frame(
         Ok(Message::Request(request)) => return on_request(request, caller, handler, peer).await,
         Ok(Message::Notification(notification)) => on_notification(notification, handler, peer),
         Ok(Message::Response(response)) => peer.shared.complete(response),
-        Err(error) => on_decode_error(error, &peer.shared).await,
+        // Boxed, as the rare case (see `refuse`).
+        Err(error) => Box::pin(on_decode_error(error, &peer.shared)).await,
     }
     None
 }
@@ -69,9 +70,7 @@ async fn on_request(
     if let Some(error) = id_too_long(&shared.config, &request) {
         tell(|| handler.on_refused(&request), "on_refused");
         // Not in flight: nothing to take out of the table afterwards.
-        shared
-            .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
-            .await;
+        refuse(shared, Response::error(Some(id.clone()), error), id).await;
         return None;
     }
     let admitted = {
@@ -103,9 +102,7 @@ async fn on_request(
         Err(error) => {
             tracing::debug!(%id, method = %request.method, "request refused: {}", error.message);
             tell(|| handler.on_refused(&request), "on_refused");
-            shared
-                .enqueue(Response::error(Some(id.clone()), error).into(), Some(id))
-                .await;
+            refuse(shared, Response::error(Some(id.clone()), error), id).await;
             return None;
         }
     };
@@ -132,6 +129,13 @@ async fn on_request(
         }
         shared.request_finished();
     })
+}
+
+/// Answers a request refused before its handler ran. Boxed: a refusal is rare, and an
+/// `enqueue` held inline would make every request's future (moved at each layer above it)
+/// that much larger.
+fn refuse(shared: &Shared, response: Response, id: RequestId) -> BoxFuture<'_, ()> {
+    Box::pin(shared.enqueue(response.into(), Some(id)))
 }
 
 /// Calls a handler's hook on the read loop; a panic in it is logged, and reading goes on.
