@@ -62,7 +62,7 @@ fn jwt_auth(addr: &str, secret: &[u8]) -> barrel_mcp::Result<AuthConfig> {
 /// The allocator of barrel-mcp's long-running servers (docs/ARCHITECTURE.md, "The binaries'
 /// allocator"): the benchmark measures what `barrel-mcp serve` runs.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: barrel_mcp_alloc::MiMalloc = barrel_mcp_alloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> barrel_mcp::Result<()> {

@@ -103,7 +103,7 @@ enum Command {
 /// The CLI's allocator (docs/ARCHITECTURE.md, "The binaries' allocator"); the benchmark's
 /// `http_echo` uses the same one.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: barrel_mcp_alloc::MiMalloc = barrel_mcp_alloc::MiMalloc;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
