@@ -3,16 +3,18 @@
 //!
 //! Rust hands every allocation an alignment. The `mimalloc` crate passes it on to
 //! `mi_malloc_aligned` always, and mimalloc (v3) serves an aligned request from a plain block
-//! only when the block's size is a power of two; any other size (48 bytes, 5 KiB, ...) goes
-//! through its over-allocating path: a larger block, and a few hundred instructions more per
-//! call. In `http_echo` that was 11 of every sessionful `tools/call`'s allocations
+//! only when it can tell that block is aligned enough: a free block of the size class at hand
+//! that happens to be aligned (sizes up to 1 KiB), or a size class that is a power of two up
+//! to 4 KiB. Anything else (48 bytes when that class has no free block at hand, 5 KiB, ...)
+//! goes through its over-allocating path: a larger block, and a few hundred instructions more
+//! per call. In `http_echo` that was 11 of every sessionful `tools/call`'s allocations
 //! (docs/ARCHITECTURE.md, "The binaries' allocator").
 //!
 //! [`MiMalloc`] asks for a plain block (`mi_malloc`, `mi_zalloc`, `mi_realloc`) when the
 //! alignment is at most 16 bytes and at most the size, the rule Rust's own `System`
-//! allocator follows with `malloc`: every mimalloc block is 16-byte aligned except those of
-//! its 8-byte size class, which only sizes of 8 bytes or less use. Other layouts keep the
-//! aligned calls. Only binaries link this crate: the library never picks an allocator.
+//! allocator follows with `malloc` (see [`PLAIN_ALIGN`] for why it holds). Other layouts
+//! keep the aligned calls. Only binaries link this crate: the library never picks an
+//! allocator.
 //!
 //! ```
 //! #[global_allocator]
@@ -27,9 +29,13 @@ use std::ffi::c_void;
 
 use libmimalloc_sys as ffi;
 
-/// The largest alignment every plain mimalloc block of more than 8 bytes has (its
-/// `MI_MAX_ALIGN_SIZE`: block sizes above 8 bytes are multiples of 16, and a page's first
-/// block starts 16-byte aligned).
+/// The alignment of a plain mimalloc block that is at least as large as the alignment asked
+/// for, up to 16 (its `MI_MAX_ALIGN_SIZE`). A page's first block starts 16-byte aligned
+/// (`MI_PAGE_MIN_START_BLOCK_ALIGN`), and the size classes are multiples of 16 above 8 bytes
+/// on 64-bit targets (`mi_bin` rounds small sizes to two words, `MI_ALIGN2W`), multiples of
+/// 16 above 16 bytes on 32-bit ones (`MI_ALIGN4W`), with 8- (and 4-) byte classes below: a
+/// block of a class below 16 is aligned to its own size, which is at least the size asked
+/// for, so `align <= size` covers it.
 const PLAIN_ALIGN: usize = 16;
 
 /// Whether a plain block of `size` bytes is aligned enough for `align`.
@@ -51,13 +57,18 @@ unsafe impl GlobalAlloc for MiMalloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: foreign calls with no precondition beyond a power-of-two alignment, which
         // `Layout` guarantees.
-        unsafe {
+        let block: *mut u8 = unsafe {
             if plain_is_enough(layout.size(), layout.align()) {
                 ffi::mi_malloc(layout.size()).cast()
             } else {
                 ffi::mi_malloc_aligned(layout.size(), layout.align()).cast()
             }
-        }
+        };
+        debug_assert!(
+            (block as usize).is_multiple_of(layout.align()),
+            "{layout:?}"
+        );
+        block
     }
 
     #[inline]
@@ -82,13 +93,18 @@ unsafe impl GlobalAlloc for MiMalloc {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller hands back a block this allocator gave out, with its layout;
         // the new block keeps that layout's alignment.
-        unsafe {
+        let block: *mut u8 = unsafe {
             if plain_is_enough(new_size, layout.align()) {
                 ffi::mi_realloc(ptr.cast::<c_void>(), new_size).cast()
             } else {
                 ffi::mi_realloc_aligned(ptr.cast::<c_void>(), new_size, layout.align()).cast()
             }
-        }
+        };
+        debug_assert!(
+            (block as usize).is_multiple_of(layout.align()),
+            "{layout:?} to {new_size}"
+        );
+        block
     }
 }
 
@@ -133,6 +149,22 @@ mod tests {
         for size in SIZES {
             for align in [1, 8, 16, 128] {
                 let layout = Layout::from_size_align(size, align).expect("a valid layout");
+                // Blocks of this class written and freed first, so a block that is not zeroed
+                // shows it.
+                let dirty: Vec<*mut u8> = (0..8)
+                    .map(|_| {
+                        // SAFETY: a layout of non-zero size.
+                        let block = unsafe { MiMalloc.alloc(layout) };
+                        assert!(!block.is_null());
+                        // SAFETY: the block holds `size` bytes.
+                        unsafe { block.write_bytes(0xA5, size) };
+                        block
+                    })
+                    .collect();
+                for block in dirty {
+                    // SAFETY: allocated with `layout` just above.
+                    unsafe { MiMalloc.dealloc(block, layout) };
+                }
                 // SAFETY: a layout of non-zero size.
                 let block = unsafe { MiMalloc.alloc_zeroed(layout) };
                 assert!(!block.is_null());
@@ -148,8 +180,12 @@ mod tests {
 
     #[test]
     fn reallocation_keeps_the_contents_and_the_alignment() {
-        for align in [1, 8, 16, 32, 128, 4096] {
-            let mut layout = Layout::from_size_align(align.max(8), align).expect("a valid layout");
+        // From a size below the alignment and from one above it.
+        let starts = [1, 8, 16, 32, 128, 4096]
+            .into_iter()
+            .flat_map(|align| [(1, align), (align.max(8), align)]);
+        for (size, align) in starts {
+            let mut layout = Layout::from_size_align(size, align).expect("a valid layout");
             // SAFETY: a layout of non-zero size.
             let mut block = unsafe { MiMalloc.alloc(layout) };
             // SAFETY: the block holds `layout.size()` bytes.
