@@ -12,7 +12,7 @@
 //!
 //! [`MiMalloc`] asks for a plain block (`mi_malloc`, `mi_zalloc`, `mi_realloc`) when the
 //! alignment is at most 16 bytes and at most the size, the rule Rust's own `System`
-//! allocator follows with `malloc` (see [`PLAIN_ALIGN`] for why it holds). Other layouts
+//! allocator follows with `malloc` (the constant `PLAIN_ALIGN` says why it holds). Other layouts
 //! keep the aligned calls. Only binaries link this crate: the library never picks an
 //! allocator.
 //!
