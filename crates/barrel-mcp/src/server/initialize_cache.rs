@@ -4,9 +4,9 @@
 //! Every session on a revision gets the same answer: the server's info, its instructions and
 //! its capabilities as the registry makes them, shaped for that revision. Building it means
 //! walking the tools (for task support) and serializing a dozen nested structs, about 11,000
-//! instructions of the 140,000 a session's creation cost when it was measured (2026-11-26). An answer is kept as JSON text
-//! ([`Payload::Text`]), so each session shares it: no copy of a `Value` tree to serialize and
-//! drop per session. The registry owns the cache and empties it whenever it is written to
+//! instructions of the 140,000 a session's creation cost when it was measured (2026-11-26).
+//! An answer is kept as JSON text ([`Payload::Text`]), so each session shares it: no copy of
+//! a `Value` tree to serialize and drop per session. The registry owns the cache and empties it whenever it is written to
 //! (`Server::write_registry`), so an answer is never older than the registry it was read from.
 
 use std::sync::{Mutex, PoisonError};
