@@ -108,13 +108,21 @@ impl Session {
     /// The stand-in for one request of a sessionless server on `version`.
     #[cfg(feature = "http-server")]
     pub(crate) fn detached(version: ProtocolVersion) -> Self {
-        let params = InitializeParams::default();
+        /// What a client that declared nothing declared: one copy for every request.
+        static NOTHING_DECLARED: std::sync::LazyLock<(
+            Arc<ClientCapabilities>,
+            Arc<Implementation>,
+        )> = std::sync::LazyLock::new(|| {
+            let params = InitializeParams::default();
+            (Arc::new(params.capabilities), Arc::new(params.client_info))
+        });
+        let (capabilities, info) = &*NOTHING_DECLARED;
         Self {
             // Never registered or named to anyone: no random id is drawn per request.
             id: String::new(),
             version,
-            client_capabilities: Arc::new(params.capabilities),
-            client_info: Arc::new(params.client_info),
+            client_capabilities: Arc::clone(capabilities),
+            client_info: Arc::clone(info),
             log_level: Mutex::new(None),
             subscriptions: Mutex::new(HashSet::new()),
             detached: true,
