@@ -71,6 +71,13 @@ pub(crate) type Queued = Box<crate::transport::Outgoing>;
 /// A boxed, sendable future: what a [`Handler`] returns for a request.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Boxes the future `make` returns in memory allocated first, so it is built where it stays.
+/// `Box::pin(future)` builds it on the stack and copies all of it, and a future's size is
+/// that of its largest state (5 KB for a request's), however little its start holds.
+pub(crate) fn box_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
+}
+
 /// Limits and defaults for one connection.
 #[derive(Debug, Clone)]
 pub struct PeerConfig {

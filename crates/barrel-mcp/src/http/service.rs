@@ -78,9 +78,9 @@ impl hyper::service::Service<http::Request<Incoming>> for ListenerService {
         }
         if self.is_direct(&request) {
             let state = Arc::clone(&self.state);
-            return Box::pin(
-                async move { Ok(endpoint::handle(state, request.map(Body::new)).await) },
-            );
+            return crate::peer::box_in_place(|| async move {
+                Ok(endpoint::handle(state, request.map(Body::new)).await)
+            });
         }
         Box::pin(tower::ServiceExt::oneshot(self.router.clone(), request))
     }

@@ -317,7 +317,7 @@ impl Handler for Connection {
         };
         let mut scope = Scope::in_session(session);
         scope.results_as_text = self.results_as_text;
-        Box::pin(dispatch::handle(self.server.clone(), scope, request, cx))
+        crate::peer::box_in_place(|| dispatch::handle(self.server.clone(), scope, request, cx))
     }
 
     fn on_close(&self) {

@@ -260,7 +260,9 @@ pub(crate) fn serve_sessionless(
         "server/discover" => ready(Err(super::stateless::discover_without_envelope())),
         _ => {
             let scope = Scope::in_session(Arc::new(Session::detached(version)));
-            Box::pin(super::dispatch::handle(server.clone(), scope, request, cx))
+            crate::peer::box_in_place(|| {
+                super::dispatch::handle(server.clone(), scope, request, cx)
+            })
         }
     }
 }

@@ -129,7 +129,7 @@ pub(crate) fn serve(
         let error = ErrorObject::method_not_found(&request.method);
         return Box::pin(std::future::ready(Err(error)));
     }
-    Box::pin(dispatch::handle(server.clone(), scope, request, cx))
+    crate::peer::box_in_place(|| dispatch::handle(server.clone(), scope, request, cx))
 }
 
 /// `server/discover` without the envelope that names a revision.
