@@ -20,9 +20,9 @@
 //! ([`ARENA_RESERVE_KIB`]; later arenas still double every eight) instead of 1 GiB. An
 //! arena's bookkeeping grows with its size, and a 1 GiB arena's came to 150 KiB of an idle
 //! server's 920 KiB of anonymous memory (`http_echo`; instructions per request unchanged).
-//! On Linux and the other ELF systems a constructor sets it before the first allocation,
-//! unless `MIMALLOC_ARENA_RESERVE` is set: the environment still decides. Elsewhere
-//! mimalloc's own default stays.
+//! On Linux, Android, the BSDs, illumos and Solaris a constructor (an `.init_array` entry)
+//! sets it before the first allocation, unless `MIMALLOC_ARENA_RESERVE` names another size:
+//! the environment still decides. Elsewhere mimalloc's own default stays.
 //!
 //! ```
 //! #[global_allocator]
@@ -52,32 +52,10 @@ fn plain_is_enough(size: usize, align: usize) -> bool {
 }
 
 /// The size of the address-space reservations of mimalloc's first arenas in this process,
-/// in KiB (mimalloc's own default: 1 GiB). See [the crate](crate).
+/// in KiB, where a constructor sets it (Linux, Android, the BSDs, illumos and Solaris; see
+/// [the crate](crate)). mimalloc's own default is 1 GiB on 64-bit targets.
 pub const ARENA_RESERVE_KIB: std::ffi::c_long = 64 * 1024;
 
-/// mimalloc's `mi_option_arena_reserve`: its place in `mi_option_e` (`mimalloc.h` of the v3
-/// sources that `libmimalloc-sys` 0.1.49 builds; that crate names only some options).
-const MI_OPTION_ARENA_RESERVE: ffi::mi_option_t = 23;
-
-/// Sets [`ARENA_RESERVE_KIB`] unless `MIMALLOC_ARENA_RESERVE` is set. mimalloc reads its
-/// options from the environment in a constructor of priority 101; this one (of no priority)
-/// runs after it, and before `main` and Rust's runtime allocate anything.
-#[allow(unsafe_code)]
-extern "C" fn set_arena_reserve() {
-    unsafe extern "C" {
-        // The C library's: reading the environment this way allocates nothing, so no arena
-        // is reserved before the option is set.
-        fn getenv(name: *const std::ffi::c_char) -> *mut std::ffi::c_char;
-    }
-    // SAFETY: a NUL-terminated name; no other thread runs before `main`.
-    let set_by_environment = unsafe { !getenv(c"MIMALLOC_ARENA_RESERVE".as_ptr()).is_null() };
-    if !set_by_environment {
-        // SAFETY: a valid option and value; no other thread runs before `main`.
-        unsafe { ffi::mi_option_set(MI_OPTION_ARENA_RESERVE, ARENA_RESERVE_KIB) };
-    }
-}
-
-/// Runs [`set_arena_reserve`] at start-up, where the system runs `.init_array` entries.
 #[cfg(any(
     target_os = "linux",
     target_os = "android",
@@ -88,10 +66,7 @@ extern "C" fn set_arena_reserve() {
     target_os = "illumos",
     target_os = "solaris"
 ))]
-#[allow(unsafe_code)]
-#[used]
-#[unsafe(link_section = ".init_array")]
-static SET_ARENA_RESERVE: extern "C" fn() = set_arena_reserve;
+mod arena_reserve;
 
 /// mimalloc as the global allocator. See [the crate](crate).
 #[derive(Debug, Clone, Copy, Default)]
@@ -256,20 +231,6 @@ mod tests {
             }
             // SAFETY: allocated (last reallocated) with `layout`.
             unsafe { MiMalloc.dealloc(block, layout) };
-        }
-    }
-
-    #[test]
-    fn arenas_are_reserved_64_mib_at_a_time() {
-        // Options on either side hold mimalloc's distinctive defaults, so the index names the
-        // option meant: `deprecated_max_segment_reclaim` (21) is 10, `retry_on_oom` (27) 400.
-        // SAFETY: reading options; mimalloc initialised them at load.
-        let (before, after) = unsafe { (ffi::mi_option_get(21), ffi::mi_option_get(27)) };
-        assert_eq!((before, after), (10, 400), "mi_option_e moved");
-        if std::env::var_os("MIMALLOC_ARENA_RESERVE").is_none() {
-            // SAFETY: as above.
-            let reserve = unsafe { ffi::mi_option_get(MI_OPTION_ARENA_RESERVE) };
-            assert_eq!(reserve, ARENA_RESERVE_KIB);
         }
     }
 
