@@ -17,12 +17,13 @@
 //! allocator.
 //!
 //! One default differs from mimalloc's: address space is reserved in arenas of 64 MiB
-//! ([`ARENA_RESERVE_KIB`]; later arenas still double every eight) instead of 1 GiB. An
-//! arena's bookkeeping grows with its size, and a 1 GiB arena's came to 150 KiB of an idle
-//! server's 920 KiB of anonymous memory (`http_echo`; instructions per request unchanged).
-//! On Linux, Android, the BSDs, illumos and Solaris a constructor (an `.init_array` entry)
-//! sets it before the first allocation, unless `MIMALLOC_ARENA_RESERVE` names another size:
-//! the environment still decides. Elsewhere mimalloc's own default stays.
+//! ([`ARENA_RESERVE_KIB`]; later arenas still double every eight) instead of 1 GiB (128 MiB
+//! on 32-bit targets). An arena's bookkeeping grows with its size, and a 1 GiB arena's came
+//! to 150 KiB of an idle server's 920 KiB of anonymous memory (`http_echo`; instructions per
+//! request unchanged). On Linux, Android, the BSDs, illumos and Solaris a constructor (an
+//! `.init_array` entry) sets it before the first allocation, unless `MIMALLOC_ARENA_RESERVE`
+//! names a size other than mimalloc's default (one it cannot parse counts as none).
+//! Elsewhere mimalloc's own default stays.
 //!
 //! ```
 //! #[global_allocator]
