@@ -6,8 +6,9 @@
 //! walking the tools (for task support) and serializing a dozen nested structs, about 11,000
 //! instructions of the 140,000 a session's creation cost when it was measured (2026-11-26).
 //! An answer is kept as JSON text ([`Payload::Text`]), so each session shares it: no copy of
-//! a `Value` tree to serialize and drop per session. The registry owns the cache and empties it whenever it is written to
-//! (`Server::write_registry`), so an answer is never older than the registry it was read from.
+//! a `Value` tree to serialize and drop per session. The registry owns the cache and empties
+//! it whenever it is written to (`Server::write_registry`), so an answer is never older than
+//! the registry it was read from.
 
 use std::sync::{Mutex, PoisonError};
 
