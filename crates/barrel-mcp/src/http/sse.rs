@@ -219,14 +219,14 @@ impl EventStream {
 // over without another allocation): each answer carries one or two, and `format!` cost more
 // than the rest of building them.
 
-/// The room a decimal `u128` can take.
-const MAX_DIGITS: usize = 39;
+/// The room a decimal `u64` can take. (Numbers are `u64`: a `u128` division is a library
+/// call, and it was most of the cost of writing an event id.)
+const MAX_DIGITS: usize = 20;
 const MESSAGE_HEAD: &[u8] = b"event: message\ndata: ";
 const EVENT_END: &[u8] = b"\n\n";
 
 /// The digits of `n` in decimal.
-fn decimal_len(n: impl Into<u128>) -> usize {
-    let mut n = n.into();
+fn decimal_len(mut n: u64) -> usize {
     let mut len = 1;
     while n >= 10 {
         n /= 10;
@@ -241,8 +241,7 @@ fn id_len(stream: u64, seq: u64) -> usize {
 }
 
 /// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, n: impl Into<u128>) {
-    let mut n = n.into();
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; MAX_DIGITS];
     let mut at = digits.len();
     loop {
@@ -290,11 +289,11 @@ fn push_message(out: &mut Vec<u8>, data: &str) {
 }
 
 /// The priming event of stream `stream`: its id names event `seq` (0: none yet), so a client
-/// resumes from there.
+/// resumes from there. A `retry` past `u64::MAX` milliseconds is written as that.
 pub(crate) fn priming_event(stream: u64, seq: u64, retry: Duration) -> Bytes {
     const RETRY: &[u8] = b"retry: ";
     const EMPTY_DATA: &[u8] = b"\ndata: \n\n";
-    let millis = retry.as_millis();
+    let millis = u64::try_from(retry.as_millis()).unwrap_or(u64::MAX);
     let mut out = Vec::with_capacity(
         id_len(stream, seq) + RETRY.len() + decimal_len(millis) + EMPTY_DATA.len(),
     );
@@ -346,10 +345,20 @@ pub(crate) async fn gather_first(attached: &mut Attached, wait: Duration) {
     if wait.is_zero() {
         return;
     }
-    match tokio::time::timeout(wait, live.recv()).await {
-        Err(_) => {}
-        Ok(None) => attached.live = None,
-        Ok(Some(event)) => {
+    // An answer already in needs no timer (nor the clock read that sets one).
+    let first = match live.try_recv() {
+        Ok(event) => Some(event),
+        Err(mpsc::error::TryRecvError::Disconnected) => None,
+        Err(mpsc::error::TryRecvError::Empty) => {
+            match tokio::time::timeout(wait, live.recv()).await {
+                Err(_) => return,
+                Ok(event) => event,
+            }
+        }
+    };
+    match first {
+        None => attached.live = None,
+        Some(event) => {
             attached.initial.push(event);
             loop {
                 match live.try_recv() {
@@ -486,13 +495,18 @@ mod tests {
         }
         assert_eq!(unnumbered_event("x"), &b"event: message\ndata: x\n\n"[..]);
         // Exact sizes: what the length functions say is what is written.
-        for n in [0u128, 9, 10, 99, 100, u128::from(u64::MAX), u128::MAX] {
+        for n in [0, 9, 10, 99, 100, u64::MAX / 10, u64::MAX] {
             let mut out = Vec::new();
             push_decimal(&mut out, n);
             assert_eq!(out, n.to_string().as_bytes());
             assert_eq!(decimal_len(n), out.len());
         }
         assert_eq!(id_len(12, 345), "id: 12.345\n".len());
+        let longest = priming_event(1, 2, Duration::MAX);
+        assert_eq!(
+            longest,
+            format!("id: 1.2\nretry: {}\ndata: \n\n", u64::MAX).as_bytes()
+        );
     }
 
     fn limits() -> Limits {
