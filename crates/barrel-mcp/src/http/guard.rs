@@ -155,7 +155,8 @@ pub(crate) fn split_host(text: &str) -> Option<(&str, Option<u16>)> {
     let (name, port) = if text.starts_with('[') {
         let end = text.find(']')?;
         let inside = &text[1..end];
-        if inside.is_empty() || !inside.chars().all(|c| c.is_ascii_hexdigit() || c == ':') {
+        // Bytes, not chars: only ASCII passes either way, and bytes skip UTF-8 decoding.
+        if inside.is_empty() || !inside.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') {
             return None;
         }
         let after = &text[end + 1..];
@@ -166,22 +167,31 @@ pub(crate) fn split_host(text: &str) -> Option<(&str, Option<u16>)> {
         };
         (&text[..=end], port)
     } else {
-        let (name, port) = match text.split_once(':') {
-            Some((name, port)) => (name, Some(port)),
+        // A byte scan: a `str` pattern search costs more than a name of a few bytes.
+        let (name, port) = match text.bytes().position(|b| b == b':') {
+            Some(colon) => (&text[..colon], Some(&text[colon + 1..])),
             None => (text, None),
         };
-        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.';
-        if name.is_empty() || !name.chars().all(plain) {
+        let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'.';
+        if name.is_empty() || !name.bytes().all(plain) {
             return None;
         }
         (name, port)
     };
     let port = match port {
         None => None,
-        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
+        Some(p) if !p.is_empty() => Some(decimal_port(p)?),
         Some(_) => return None,
     };
     Some((name, port))
+}
+
+/// A port written in decimal digits only (no sign), at most 65535.
+fn decimal_port(text: &str) -> Option<u16> {
+    text.bytes().try_fold(0u16, |port, b| {
+        let digit = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        port.checked_mul(10)?.checked_add(u16::from(digit))
+    })
 }
 
 /// True for a loopback name, in any ASCII case.
@@ -312,6 +322,20 @@ mod tests {
         assert_eq!(split_host("[::1]x"), None);
         assert_eq!(split_host("a:b:c"), None);
         assert_eq!(split_host("host:"), None);
+        // Ports: decimal digits only, up to 65535 (leading zeros read as they always did).
+        assert_eq!(split_host("h:65535"), Some(("h", Some(65_535))));
+        assert_eq!(split_host("h:0080"), Some(("h", Some(80))));
+        for bad in [
+            "h:65536",
+            "h:+80",
+            "h:-1",
+            "h:8 0",
+            "h:99999999999",
+            "h:８0",
+            "hé:80",
+        ] {
+            assert_eq!(split_host(bad), None, "{bad}");
+        }
     }
 
     #[test]
