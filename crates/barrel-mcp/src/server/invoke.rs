@@ -5,6 +5,9 @@
 //! from earlier rounds, bound to the method and a digest of the params) and this round's
 //! `inputResponses`. A tampered, expired or transplanted `requestState` is -32602.
 
+#[cfg(test)]
+mod tests;
+
 use barrel_mcp_types::{
     CallToolParams, CallToolResult, ErrorCode, ErrorObject, GetPromptParams, InputRequiredResult,
     InputResponses, Meta, Payload, ReadResourceParams, ReadResourceResult,
@@ -244,7 +247,8 @@ pub(crate) async fn call_tool_as(
 ) -> Result<Payload, ErrorObject> {
     let mut raw = raw.unwrap_or_else(|| json!({}));
     let round = Round::take_from(&mut raw)?;
-    let mut params: CallToolParams = decode_ref(&raw)?;
+    // Only a stateless request reads its params again (the digest of an input round).
+    let mut params = call_params(&mut raw, scope.is_stateless())?;
     let entry = server
         .read_registry()
         .tools
@@ -292,6 +296,40 @@ pub(crate) async fn call_tool_as(
     task_extension::run(server, plan, work, request_cancel, work_cancel)
         .await
         .map(Payload::from)
+}
+
+/// The typed params of a `tools/call`. The usual shape, a name and arguments (or none) and
+/// nothing else, is taken from the tree as it is: copied when the request still needs its
+/// params (`keep`), moved out otherwise, which leaves `raw` empty. Any other shape is decoded,
+/// which also says what is wrong with it.
+fn call_params(raw: &mut Value, keep: bool) -> Result<CallToolParams, ErrorObject> {
+    let usual = match &*raw {
+        Value::Object(map) => {
+            let arguments = map.get("arguments");
+            matches!(map.get("name"), Some(Value::String(_)))
+                && matches!(arguments, None | Some(Value::Null | Value::Object(_)))
+                && map.len() == 1 + usize::from(arguments.is_some())
+        }
+        _ => false,
+    };
+    if !usual {
+        return decode_ref(raw);
+    }
+    let mut params = CallToolParams::default();
+    let mut set = |key: &str, value: Value| match (key, value) {
+        ("name", Value::String(name)) => params.name = name,
+        ("arguments", Value::Object(arguments)) => params.arguments = Some(arguments),
+        // A `null` for arguments: none.
+        _ => {}
+    };
+    match raw {
+        Value::Object(map) if keep => map.iter().for_each(|(k, v)| set(k, v.clone())),
+        Value::Object(map) => std::mem::take(map)
+            .into_iter()
+            .for_each(|(k, v)| set(&k, v)),
+        _ => {}
+    }
+    Ok(params)
 }
 
 /// A tool handler's outcome as the `tools/call` answer (or its `input_required` round).
