@@ -15,6 +15,7 @@
 //! its answers at once. So a handler should ask for input before it does anything it would not
 //! want to do twice.
 
+mod announcer;
 mod builder;
 mod completion;
 mod connection;
@@ -604,7 +605,10 @@ impl Server {
 
     /// Announces `event` to this server's own clients only (another node announced it).
     pub(crate) fn emit_here(&self, event: ServerEvent) {
-        // No receiver means no connected session: nothing to tell.
+        for handle in self.sessions().values() {
+            handle.note_change(&event);
+        }
+        // The listen streams (2026-07-28); none listening: nothing to tell.
         let _ = self.inner.events.send(event);
     }
 

@@ -366,9 +366,10 @@ impl HttpSession {
         if record.initialized {
             self.mark_initialized();
         }
-        let inlet = self.inlet().clone();
-        if let (Some(inlet), Some(sync)) = (inlet, self.durable.as_ref().and_then(|d| d.sync())) {
-            sync.apply(record, inlet.peer());
+        // Only a session whose connection runs here.
+        let live = self.inlet().is_some();
+        if live && let Some(sync) = self.durable.as_ref().and_then(|d| d.sync()) {
+            sync.apply(record);
         }
     }
 

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use barrel_mcp_types::{ErrorObject, LoggingLevel, Notification, Payload, Request, RequestId};
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
 
 use super::Server;
+use super::announcer;
 use super::context::Scope;
 use super::events::ServerEvent;
 use super::session::{self, Kind, Session};
@@ -61,11 +61,8 @@ pub(crate) struct Connection {
 enum State {
     /// No session yet.
     Opening,
-    /// `initialize` answered; `forwarding` once `notifications/initialized` arrived.
-    Session {
-        session: Arc<Session>,
-        forwarding: bool,
-    },
+    /// `initialize` answered.
+    Session { session: Arc<Session> },
 }
 
 impl Connection {
@@ -112,7 +109,6 @@ impl Connection {
             server,
             state: Mutex::new(State::Session {
                 session: Arc::new(session),
-                forwarding: false,
             }),
             events: Some(events),
             name: None,
@@ -122,7 +118,7 @@ impl Connection {
 
     /// Makes a restored session live on `peer`: the server finds it ([`Server::session`]) and,
     /// once the client `initialized` (here or on another node), registry changes are
-    /// forwarded, as after `notifications/initialized`.
+    /// announced, as after `notifications/initialized`.
     #[cfg(feature = "http-server")]
     pub(crate) fn resume(&self, peer: &Peer, initialized: bool) {
         let session = match &*self.state() {
@@ -135,7 +131,7 @@ impl Connection {
             self.server.config().client_request_timeout,
         ));
         if initialized {
-            self.start_forwarding(peer);
+            self.start_announcing();
         }
     }
 
@@ -178,31 +174,16 @@ impl Connection {
             peer.unrelated(),
             self.server.config().client_request_timeout,
         ));
-        *state = State::Session {
-            session,
-            forwarding: false,
-        };
+        *state = State::Session { session };
         drop(state);
         session::initialize_answer(&self.server, version, Kind::Session)
     }
 
-    /// Starts telling the session's client about registry changes, once.
-    fn start_forwarding(&self, peer: &Peer) {
-        let session = {
-            let mut state = self.state();
-            match &mut *state {
-                State::Session {
-                    session,
-                    forwarding: forwarding @ false,
-                } => {
-                    *forwarding = true;
-                    Arc::clone(session)
-                }
-                _ => return,
-            }
-        };
-        let events = self.server.inner.events.subscribe();
-        tokio::spawn(forward_events(events, peer.clone(), session));
+    /// Starts telling the session's client about registry changes (see `announcer.rs`).
+    fn start_announcing(&self) {
+        if let State::Session { session } = &*self.state() {
+            session.announcer.open();
+        }
     }
 }
 
@@ -231,10 +212,10 @@ impl SessionSync {
         Self(Arc::downgrade(connection))
     }
 
-    /// Takes the level and subscriptions of `record`, and starts forwarding registry changes
-    /// on `peer` once `record` says the client initialized. Nothing before `initialize` was
-    /// answered, or once the connection is gone.
-    pub(crate) fn apply(&self, record: &SessionRecord, peer: &Peer) {
+    /// Takes the level and subscriptions of `record`, and starts announcing registry changes
+    /// once `record` says the client initialized. Nothing before `initialize` was answered, or
+    /// once the connection is gone.
+    pub(crate) fn apply(&self, record: &SessionRecord) {
         let Some(connection) = self.0.upgrade() else {
             return;
         };
@@ -244,7 +225,7 @@ impl SessionSync {
         };
         session.follow(record);
         if record.initialized {
-            connection.start_forwarding(peer);
+            connection.start_announcing();
         }
     }
 
@@ -262,7 +243,7 @@ impl SessionSync {
         let peer = peer.clone();
         tokio::spawn(async move {
             let batch = ServerEvent::after_lag(session.subscribed());
-            announce(&peer, &session, batch).await;
+            announcer::announce(&peer, &session, batch).await;
         });
     }
 }
@@ -341,13 +322,13 @@ impl Handler for Connection {
         }
     }
 
-    fn on_notification(&self, notification: Notification, peer: &Peer) {
+    fn on_notification(&self, notification: Notification, _peer: &Peer) {
         match notification.method.as_str() {
             "notifications/initialized" => {
                 if let Some(events) = &self.events {
                     events.initialized();
                 }
-                self.start_forwarding(peer);
+                self.start_announcing();
             }
             other => match self.server.read_registry().custom.notification(other) {
                 // Each runs on a task of its own, within the server's cap on running handlers:
@@ -366,58 +347,4 @@ impl Handler for Connection {
             },
         }
     }
-}
-
-/// Forwards registry changes to one session until its connection closes. A session that falls
-/// too far behind (more than `EVENT_BUFFER` events) skips to the newest, and is told of every
-/// kind of change and every resource it subscribes to in place of what it missed.
-async fn forward_events(
-    mut events: tokio::sync::broadcast::Receiver<ServerEvent>,
-    peer: Peer,
-    session: Arc<Session>,
-) {
-    loop {
-        let event = tokio::select! {
-            () = peer.closed() => return,
-            event = events.recv() => event,
-        };
-        let batch = match event {
-            Ok(event) => vec![event],
-            Err(RecvError::Lagged(skipped)) => {
-                tracing::debug!(skipped, "session fell behind; announcing every change");
-                ServerEvent::after_lag(session.subscribed())
-            }
-            Err(RecvError::Closed) => return,
-        };
-        if !session.hears_changes() {
-            continue;
-        }
-        // Boxed: an announcement is rare, and its future would take room in every session's
-        // task for its whole life.
-        if !Box::pin(announce(&peer, &session, batch)).await {
-            return;
-        }
-    }
-}
-
-/// Announces `batch` to the session's client (a resource update only when it subscribes to
-/// it); false once the connection is gone.
-async fn announce(peer: &Peer, session: &Session, batch: Vec<ServerEvent>) -> bool {
-    for event in batch {
-        let sent = match event {
-            ServerEvent::ResourceUpdated(uri) => {
-                if !session.is_subscribed(&uri) {
-                    continue;
-                }
-                let params = serde_json::json!({ "uri": uri });
-                peer.notify("notifications/resources/updated", Some(params))
-                    .await
-            }
-            event => peer.notify(event.method(), None).await,
-        };
-        if sent.is_err() {
-            return false;
-        }
-    }
-    true
 }

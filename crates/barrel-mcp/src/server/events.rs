@@ -1,7 +1,7 @@
 //! Changes to the registry that connected clients are told about, and the news a node tells
 //! the other nodes of its service.
 
-/// A change that sessions forward to their clients as a notification.
+/// A change that sessions and listen streams announce to their clients as a notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ServerEvent {
     /// The tool list changed.
@@ -40,7 +40,8 @@ impl ServerEvent {
     }
 }
 
-/// How many events a slow session may fall behind before it skips to the newest.
+/// How many events a slow listen stream (2026-07-28) may fall behind before it skips to the
+/// newest. (A session keeps each pending change once instead: `announcer.rs`.)
 pub(crate) const EVENT_BUFFER: usize = 256;
 
 /// What this node tells the other nodes of its service (through the relay of an HTTP endpoint

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::Server;
+use super::announcer::Announcer;
 use super::connection::SessionEvents;
 #[cfg(feature = "http-server")]
 use super::context::Scope;
@@ -40,6 +41,8 @@ pub(crate) struct Session {
     /// The transport of a session carried over many exchanges (Streamable HTTP), told of each
     /// change of the state it keeps (log level, subscriptions), so it can store them.
     events: Option<Weak<dyn SessionEvents>>,
+    /// Registry changes on their way to the client, once it initialized.
+    pub(crate) announcer: Announcer,
 }
 
 impl Session {
@@ -59,6 +62,7 @@ impl Session {
             subscriptions: Mutex::new(HashSet::new()),
             detached: false,
             events,
+            announcer: Announcer::default(),
         }
     }
 
@@ -79,6 +83,7 @@ impl Session {
             subscriptions: Mutex::new(record.subscriptions.iter().cloned().collect()),
             detached: false,
             events,
+            announcer: Announcer::default(),
         }
     }
 
@@ -127,6 +132,7 @@ impl Session {
             subscriptions: Mutex::new(HashSet::new()),
             detached: true,
             events: None,
+            announcer: Announcer::default(),
         }
     }
 

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{log_params, progress_params};
+use super::events::ServerEvent;
 use super::input;
 use super::session::Session;
 use crate::Error;
@@ -103,6 +104,13 @@ impl SessionHandle {
             peer,
             client_request_timeout,
         }
+    }
+
+    /// Notes a registry change for the session's client (see `announcer.rs`).
+    pub(crate) fn note_change(&self, event: &ServerEvent) {
+        self.session
+            .announcer
+            .note(event, &self.session, &self.peer);
     }
 
     /// True when this is a handle on `session`.
