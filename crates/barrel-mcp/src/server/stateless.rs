@@ -3,6 +3,7 @@
 //! A request whose `params._meta` names `io.modelcontextprotocol/protocolVersion` is served
 //! statelessly: everything the server needs to know about the client travels with it.
 
+mod appended;
 #[cfg(test)]
 mod tests;
 
@@ -187,10 +188,15 @@ pub(crate) fn discover(server: &Server) -> Result<Value, ErrorObject> {
 
 /// [`finish`] of a result written as text: its members are read as they are (borrowed, no
 /// value built), `resultType` and the server's identity in `_meta` added, and the lot written
-/// again, members in name order (as a `Value` writes them while serde_json's `preserve_order`
-/// is off). A result whose members cannot be borrowed (not an object, a name or a `_meta` key
-/// with an escape, or a `_meta` that is not an object) is finished as a value.
+/// again. The usual result, with neither member of its own, keeps its members' order and gets
+/// both after them (`appended.rs`); one with either is written in name order (as a `Value`
+/// writes it while serde_json's `preserve_order` is off). A result whose members cannot be
+/// borrowed (not an object, a name or a `_meta` key with an escape, or a `_meta` that is not
+/// an object) is finished as a value.
 pub(crate) fn finish_text(text: &str, server: &Server) -> Result<Payload, serde_json::Error> {
+    if let Some(finished) = appended::append_finish(text, &server.inner.info_text) {
+        return Ok(finished);
+    }
     if let Some(finished) = finish_members(text, server)? {
         return Ok(finished);
     }

@@ -54,14 +54,28 @@ fn text_is_finished_as_a_value_is() {
 }
 
 #[test]
-fn members_come_out_in_name_order_and_compact() {
+fn members_come_out_compact_appended_or_in_name_order() {
     let server = server();
-    let finished = finish_text(r#"{"z":1,"content":[]}"#, &server).expect("finished");
-    let Payload::Text(text) = finished else {
-        panic!("finished as text");
+    let text_of = |result: &str| match finish_text(result, &server).expect("finished") {
+        Payload::Text(text) => text.get().to_owned(),
+        Payload::Value(value) => panic!("finished as a value: {value}"),
     };
+    // Neither member of its own: the members as written, then `_meta` and `resultType`.
     assert_eq!(
-        text.get(),
-        r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"finisher","version":"1.2.3"}},"content":[],"resultType":"complete","z":1}"#
+        text_of(r#"{ "z": 1, "content": [ ] , "a": {"b" : 2} }"#),
+        r#"{"z":1,"content":[ ],"a":{"b" : 2},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"finisher","version":"1.2.3"}},"resultType":"complete"}"#
+    );
+    assert_eq!(
+        text_of("{}"),
+        r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"finisher","version":"1.2.3"}},"resultType":"complete"}"#
+    );
+    // Either of its own: merged, in name order.
+    assert_eq!(
+        text_of(r#"{"z":1,"_meta":{"k":true}}"#),
+        r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"finisher","version":"1.2.3"},"k":true},"resultType":"complete","z":1}"#
+    );
+    assert_eq!(
+        text_of(r#"{"z":1,"resultType":"input_required"}"#),
+        r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"finisher","version":"1.2.3"}},"resultType":"input_required","z":1}"#
     );
 }
