@@ -134,11 +134,14 @@ impl Accepts {
 
 /// 415 unless the body is declared `application/json`.
 pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    // Visible ASCII only, then read as bytes (as `Accepts::of` does): a `str` pattern search
+    // and a Unicode trim cost more than the header is long.
+    let json = headers.get(header::CONTENT_TYPE).is_some_and(|value| {
+        let media = value.as_bytes().split(|&b| b == b';').next();
+        value.to_str().is_ok()
+            && media
+                .is_some_and(|media| media.trim_ascii().eq_ignore_ascii_case(b"application/json"))
+    });
     if json {
         Ok(())
     } else {
@@ -310,6 +313,36 @@ mod tests {
             }
             let accepts = Accepts::of(&headers);
             assert_eq!((accepts.json, accepts.sse), (json, sse), "{values:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_json_body_is_taken() {
+        let cases: [(Option<&[u8]>, bool); 9] = [
+            (Some(b"application/json"), true),
+            (Some(b"Application/JSON; charset=utf-8"), true),
+            (Some(b" application/json ;x=1"), true),
+            (Some(b"application/json;"), true),
+            (Some(b"application/jsonx"), false),
+            (Some(b"text/plain; application/json"), false),
+            (Some(b""), false),
+            // Not visible ASCII anywhere: refused, parameters included.
+            (Some(b"application/json; x=\xff"), false),
+            (None, false),
+        ];
+        for (value, taken) in cases {
+            let mut headers = HeaderMap::new();
+            if let Some(value) = value {
+                let value = HeaderValue::from_bytes(value).expect("a header value");
+                headers.insert(header::CONTENT_TYPE, value);
+            }
+            let status = check_content_type(&headers).map_err(|refused| refused.status());
+            let expected = if taken {
+                Ok(())
+            } else {
+                Err(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+            };
+            assert_eq!(status, expected, "{value:?}");
         }
     }
 
