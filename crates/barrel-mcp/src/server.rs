@@ -205,7 +205,7 @@ struct Inner {
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
     /// Ids of the 2026-07-28 tasks that changed, for listen streams that watch them: apart
-    /// from registry events, so a chatty task never makes a session fall behind on those.
+    /// from registry events, so a chatty task never makes a listen stream fall behind on those.
     task_events: broadcast::Sender<String>,
     state_codec: RequestStateCodec,
     /// `subscriptions/listen` requests open now.
@@ -605,7 +605,10 @@ impl Server {
 
     /// Announces `event` to this server's own clients only (another node announced it).
     pub(crate) fn emit_here(&self, event: ServerEvent) {
-        for handle in self.sessions().values() {
+        // Noted outside the map's lock: a walk over many sessions must not hold up sessions
+        // opening and closing.
+        let handles: Vec<SessionHandle> = self.sessions().values().cloned().collect();
+        for handle in &handles {
             handle.note_change(&event);
         }
         // The listen streams (2026-07-28); none listening: nothing to tell.

@@ -6,7 +6,7 @@
 //! the order they were made; one noted again before the client heard of it is announced once (a
 //! list change or a resource update tells the client to read again, and once says it all),
 //! which also bounds what a slow client makes the server hold: three kinds of list and the
-//! resources the session subscribes to.
+//! resources updated while the session subscribed to them.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 mod tests;
 
 use super::events::ServerEvent;
-use super::session::Session;
+use super::session::{Session, lock};
 use crate::peer::Peer;
 
 /// The changes waiting for one session's client.
@@ -35,7 +35,7 @@ struct Pending {
 
 impl Announcer {
     /// Starts noting changes, to be sent on the current runtime (the client initialized).
-    /// Once: false when it had started.
+    /// Once: false when it had started, or outside a runtime (then nothing is ever noted).
     pub(crate) fn open(&self) -> bool {
         let mut pending = lock(&self.pending);
         if pending.runtime.is_some() {
@@ -94,6 +94,9 @@ async fn send(session: Arc<Session>, peer: Peer) {
             continue;
         }
         if !announce(&peer, &session, batch).await {
+            // The connection is gone: nothing more is sent (`sending` stays set, so no task
+            // starts again), and nothing is kept for it.
+            lock(&session.announcer.pending).changes = Vec::new();
             return;
         }
     }
@@ -119,8 +122,4 @@ pub(crate) async fn announce(peer: &Peer, session: &Session, batch: Vec<ServerEv
         }
     }
     true
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

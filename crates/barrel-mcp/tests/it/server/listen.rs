@@ -212,6 +212,32 @@ async fn subscriptions_are_capped_per_session_and_per_filter() {
 }
 
 #[tokio::test]
+async fn changes_made_before_a_session_heard_them_are_announced_once_each_in_order() {
+    let (server, _) = fixture::server();
+    let alice = connect(&server);
+    alice.initialize("2025-11-25").await;
+    // Answered after `notifications/initialized` was read: the session hears changes now.
+    alice.request("ping", json!({})).await.expect("pong");
+    // Made at once, before the session's sender ran (this test's runtime has one thread).
+    server.tools_list_changed();
+    server.prompts_list_changed();
+    server.tools_list_changed();
+    for method in [
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+    ] {
+        assert_eq!(alice.notification().await.method, method);
+    }
+    // Nothing else was kept: the next change is the next notification.
+    server.resources_list_changed();
+    assert_eq!(
+        alice.notification().await.method,
+        "notifications/resources/list_changed"
+    );
+    assert!(alice.drain_notifications().is_empty());
+}
+
+#[tokio::test]
 async fn an_explicit_list_change_reaches_every_session_and_every_listen_stream_that_asked() {
     let (server, _) = fixture::server();
     let alice = connect(&server);
