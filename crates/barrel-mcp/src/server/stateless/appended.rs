@@ -11,15 +11,24 @@ use serde_json::value::RawValue;
 use barrel_mcp_types::Payload;
 use barrel_mcp_types::meta::SERVER_INFO_KEY;
 
+/// Past this many members, a result is left to the map path (which finds a repeated name in
+/// `O(n log n)`; here it is `O(n²)`). Results have a handful.
+const MAX_MEMBERS: usize = 32;
+
 /// `text` (a result object) with `"_meta": {SERVER_INFO_KEY: info}` and `"resultType":
-/// "complete"` appended; `None` when it is no object, already has either member, or has a
-/// member name with an escape (which cannot be borrowed).
+/// "complete"` appended; `None` when it is no object, already has either member, names a
+/// member twice (a parsed value keeps the last; the map path does that), has more than
+/// [`MAX_MEMBERS`], or has a member name with an escape (which cannot be borrowed).
 pub(super) fn append_finish(text: &str, info: &RawValue) -> Option<Payload> {
     let Members(members) = serde_json::from_str(text).ok()?;
-    if members
-        .iter()
-        .any(|(name, _)| matches!(*name, "_meta" | "resultType"))
-    {
+    if members.len() > MAX_MEMBERS {
+        return None;
+    }
+    let usual = members.iter().enumerate().all(|(at, (name, _))| {
+        !matches!(*name, "_meta" | "resultType")
+            && members[..at].iter().all(|(before, _)| before != name)
+    });
+    if !usual {
         return None;
     }
     Payload::text_of(&Finished {

@@ -48,9 +48,25 @@ fn text_is_finished_as_a_value_is() {
     // Names with an escape cannot be borrowed: finished through a value, the same.
     let (text, value) = both(&json!({ "a\"b": 1, "_meta": { "k\\n": true } }), false);
     assert_eq!(text, value);
+    // A name with an escape: through a value; many members: the map path. The same.
+    let (text, value) = both(&json!({ "a\"b": 1, "c": 2 }), false);
+    assert_eq!(text, value);
+    let many: serde_json::Map<String, Value> =
+        (0..40).map(|i| (format!("m{i}"), json!(i))).collect();
+    let (text, value) = both(&Value::Object(many), true);
+    assert_eq!(text, value);
     // A `_meta` that is not an object is left as `finish` leaves it.
     let (text, value) = both(&json!({ "_meta": 5 }), false);
     assert_eq!(text, value);
+}
+
+#[test]
+fn a_member_named_twice_keeps_its_last_value_as_a_parsed_value_does() {
+    let server = server();
+    let finished = finish_text(r#"{"a":1,"b":2,"a":3}"#, &server).expect("finished");
+    let value = finished.into_value().expect("JSON");
+    assert_eq!(value["a"], 3);
+    assert_eq!(value, finish(json!({"a": 3, "b": 2}), &server));
 }
 
 #[test]
