@@ -13,8 +13,10 @@ use barrel_mcp_types::{ErrorObject, LoggingLevel, Notification, Payload, Request
 use serde_json::Value;
 
 use super::Server;
+#[cfg(feature = "http-server")]
 use super::announcer;
 use super::context::Scope;
+#[cfg(feature = "http-server")]
 use super::events::ServerEvent;
 use super::session::{self, Kind, Session};
 use super::session_handle::SessionHandle;

@@ -181,6 +181,7 @@ impl Session {
     }
 
     /// The URIs subscribed to, sorted.
+    #[cfg(feature = "http-server")]
     pub(crate) fn subscribed(&self) -> Vec<String> {
         let mut uris: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
         uris.sort();
