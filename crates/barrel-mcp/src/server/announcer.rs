@@ -94,9 +94,10 @@ async fn send(session: Arc<Session>, peer: Peer) {
             continue;
         }
         if !announce(&peer, &session, batch).await {
-            // The connection is gone: nothing more is sent (`sending` stays set, so no task
-            // starts again), and nothing is kept for it.
-            lock(&session.announcer.pending).changes = Vec::new();
+            // The connection is gone: nothing is noted or sent for it any more.
+            let mut pending = lock(&session.announcer.pending);
+            pending.runtime = None;
+            pending.changes = Vec::new();
             return;
         }
     }

@@ -189,8 +189,9 @@ pub(crate) fn discover(server: &Server) -> Result<Value, ErrorObject> {
 /// [`finish`] of a result written as text: its members are read as they are (borrowed, no
 /// value built), `resultType` and the server's identity in `_meta` added, and the lot written
 /// again. The usual result, with neither member of its own, keeps its members' order and gets
-/// both after them (`appended.rs`); one with either is written in name order (as a `Value`
-/// writes it while serde_json's `preserve_order` is off). A result whose members cannot be
+/// both after them (`appended.rs`); one with either, or naming a member twice, or with more
+/// than 32 members, is written in name order (as a `Value` writes it while serde_json's
+/// `preserve_order` is off). A result whose members cannot be
 /// borrowed (not an object, a name or a `_meta` key with an escape, or a `_meta` that is not
 /// an object) is finished as a value.
 pub(crate) fn finish_text(text: &str, server: &Server) -> Result<Payload, serde_json::Error> {

@@ -21,9 +21,6 @@ const MAX_MEMBERS: usize = 32;
 /// [`MAX_MEMBERS`], or has a member name with an escape (which cannot be borrowed).
 pub(super) fn append_finish(text: &str, info: &RawValue) -> Option<Payload> {
     let Members(members) = serde_json::from_str(text).ok()?;
-    if members.len() > MAX_MEMBERS {
-        return None;
-    }
     let usual = members.iter().enumerate().all(|(at, (name, _))| {
         !matches!(*name, "_meta" | "resultType")
             && members[..at].iter().all(|(before, _)| before != name)
@@ -52,6 +49,10 @@ impl<'de> Deserialize<'de> for Members<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
                 let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
                 while let Some(member) = map.next_entry::<&'de str, &'de RawValue>()? {
+                    if members.len() == MAX_MEMBERS {
+                        // Left to the map path: no use reading the rest here.
+                        return Err(serde::de::Error::custom("too many members"));
+                    }
                     members.push(member);
                 }
                 Ok(Members(members))

@@ -63,10 +63,33 @@ fn text_is_finished_as_a_value_is() {
 #[test]
 fn a_member_named_twice_keeps_its_last_value_as_a_parsed_value_does() {
     let server = server();
-    let finished = finish_text(r#"{"a":1,"b":2,"a":3}"#, &server).expect("finished");
-    let value = finished.into_value().expect("JSON");
-    assert_eq!(value["a"], 3);
-    assert_eq!(value, finish(json!({"a": 3, "b": 2}), &server));
+    let Payload::Text(text) = finish_text(r#"{"a":1,"b":2,"a":3}"#, &server).expect("finished")
+    else {
+        panic!("finished as text");
+    };
+    // Through the map path: each name once, the last value, in name order.
+    assert_eq!(
+        text.get(),
+        r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"finisher","version":"1.2.3"}},"a":3,"b":2,"resultType":"complete"}"#
+    );
+}
+
+#[test]
+fn a_result_of_many_members_is_finished_in_name_order() {
+    let server = server();
+    let object = |n: usize| {
+        let members: Vec<String> = (0..n).map(|i| format!(r#""m{i:02}":{i}"#)).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    let text_of = |n: usize| match finish_text(&object(n), &server).expect("finished") {
+        Payload::Text(text) => text.get().to_owned(),
+        Payload::Value(value) => panic!("finished as a value: {value}"),
+    };
+    // Up to 32 members: appended after them; past it, the map path, `_meta` first.
+    assert!(text_of(32).starts_with(r#"{"m00":0,"#));
+    assert!(text_of(32).ends_with(r#""resultType":"complete"}"#));
+    assert!(text_of(33).starts_with(r#"{"_meta":"#));
+    assert!(text_of(40).starts_with(r#"{"_meta":"#));
 }
 
 #[test]

@@ -211,7 +211,8 @@ async fn subscriptions_are_capped_per_session_and_per_filter() {
     );
 }
 
-#[tokio::test]
+// One thread: the changes are all noted before the session's sender first runs.
+#[tokio::test(flavor = "current_thread")]
 async fn changes_made_before_a_session_heard_them_are_announced_once_each_in_order() {
     let (server, _) = fixture::server();
     let alice = connect(&server);
