@@ -44,15 +44,18 @@ pub(crate) async fn handle(
             .map_err(|_| ErrorObject::internal("server busy: too many requests running"))?;
         Some(permit)
     };
-    let routed = route(&server, scope, request, cx);
+    // The routed future is built where it is awaited: built first and awaited later, its
+    // 2 KB were copied from one slot of this future to another.
     let result = match server.config().handler_timeout.filter(|_| !long_lived) {
-        Some(limit) => tokio::time::timeout(limit, routed).await.map_err(|_| {
-            ErrorObject::new(
-                ErrorCode::REQUEST_TIMEOUT,
-                "the request took longer than the server allows",
-            )
-        })??,
-        None => routed.await?,
+        Some(limit) => tokio::time::timeout(limit, route(&server, scope, request, cx))
+            .await
+            .map_err(|_| {
+                ErrorObject::new(
+                    ErrorCode::REQUEST_TIMEOUT,
+                    "the request took longer than the server allows",
+                )
+            })??,
+        None => route(&server, scope, request, cx).await?,
     };
     if stateless {
         return match result {
