@@ -162,8 +162,8 @@ pub(crate) fn restore(
         .map_err(|error| refused(&error))
 }
 
-/// DELETE of the session `id`: deleted from the store, every node told, this node's copy
-/// ended.
+/// DELETE of the session `id`: deleted from the store, every node told (before the answer),
+/// this node's copy ended.
 pub(crate) async fn delete(
     state: &Arc<State>,
     parts: &http::request::Parts,
@@ -182,14 +182,15 @@ pub(crate) async fn delete(
             return unavailable();
         }
     };
-    // Told on a task of its own: the client need not wait for the other nodes to hear it.
+    // Every node is told before the client hears the answer: a request it sends next to
+    // another node finds that node's copy already dropped (404), not still serving. On a task
+    // of its own, so a client that goes away meanwhile does not stop it.
     let (bus, events, ended) = (
         Arc::clone(&shared.bus),
         shared.events.clone(),
         id.to_owned(),
     );
-    // Both at once: on one Redis they share a round trip.
-    state.sessions.tasks.spawn(async move {
+    let told = state.sessions.tasks.spawn(async move {
         let forget = async {
             if let Some(events) = &events
                 && let Err(error) = events.forget(&ended).await
@@ -197,8 +198,11 @@ pub(crate) async fn delete(
                 tracing::debug!(%error, "could not forget a deleted session's streams; they expire");
             }
         };
+        // Both at once: on one Redis they share a round trip.
         tokio::join!(News::Ended(&ended).publish(&*bus), forget);
     });
+    // An error here is the task's panic (logged by the runtime) or the runtime shutting down.
+    let _ = told.await;
     // Whether or not a copy was found above: a request may have built one since, and this
     // node does not hear its own news.
     state.sessions.drop_copy(id);

@@ -1,4 +1,5 @@
-//! How long a shared session lives where: DELETE on one node ends it on every node, a copy
+//! How long a shared session lives where: DELETE on one node ends it on every node (before it
+//! is answered, however slow the bus), a copy
 //! whose record is gone is 404, an idle copy is dropped while the session lives on, a store
 //! that fails is 503 and never 404 (and a change made meanwhile is stored once it is back),
 //! another principal is 404, concurrent first requests build one replica, and the store's caps
@@ -9,9 +10,14 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use barrel_mcp::http::{HttpConfig, PrincipalResolver};
-use barrel_mcp::store::SessionStore;
+use barrel_mcp::peer::BoxFuture;
+use barrel_mcp::store::{
+    Bus, Inbox, LocalBus, LocalHub, NodeTag, SessionStore, StoreError, Subscription, Topic,
+};
+use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::json;
+use tokio::sync::watch;
 
 use super::{Nodes, TestStore, echo, eventually, initialized, open, post_json, request};
 use crate::http::{TestServer, body_json, initialize, session_id};
@@ -41,6 +47,77 @@ async fn delete_on_b_ends_the_session_on_a() {
     );
     let again = on_b.send(Method::DELETE, &[], None).await;
     assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    nodes.stop().await;
+}
+
+/// A hub node whose publications reach the hub only after [`SlowNews::DELAY`].
+struct SlowNews(LocalBus);
+
+impl SlowNews {
+    const DELAY: Duration = Duration::from_millis(300);
+}
+
+impl Bus for SlowNews {
+    fn node(&self) -> NodeTag {
+        self.0.node()
+    }
+
+    fn node_changes(&self) -> watch::Receiver<NodeTag> {
+        self.0.node_changes()
+    }
+
+    fn publish<'a>(
+        &'a self,
+        topic: &'a Topic,
+        body: Bytes,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Self::DELAY).await;
+            self.0.publish(topic, body).await
+        })
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        topic: &'a Topic,
+    ) -> BoxFuture<'a, Result<Subscription, StoreError>> {
+        self.0.subscribe(topic)
+    }
+
+    fn send(&self, to: NodeTag, body: Bytes) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.0.send(to, body)
+    }
+
+    fn inbox(&self) -> Option<Inbox> {
+        self.0.inbox()
+    }
+
+    fn alive(&self, node: NodeTag) -> BoxFuture<'_, Result<bool, StoreError>> {
+        self.0.alive(node)
+    }
+}
+
+#[tokio::test]
+async fn a_delete_answered_on_b_is_already_404_on_a_however_slow_the_bus() {
+    let store = Arc::new(TestStore::default());
+    let hub = LocalHub::new();
+    let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(SlowNews(hub.join())));
+    let nodes = Nodes::start(store.clone(), store, bus_a, bus_b, |_, _| {}).await;
+    let (on_a, on_b) = nodes.opened().await;
+    let ping = request(2, "ping", json!({}));
+    assert_eq!(post_json(&on_a, &ping, &[]).await.status(), StatusCode::OK);
+    let asked = tokio::time::Instant::now();
+    let deleted = on_b.send(Method::DELETE, &[], None).await;
+    assert_eq!(deleted.status(), StatusCode::OK);
+    assert!(
+        asked.elapsed() >= SlowNews::DELAY,
+        "answered before A was told"
+    );
+    // No waiting: the next request, to the node that opened the session, finds it gone.
+    assert_eq!(
+        post_json(&on_a, &ping, &[]).await.status(),
+        StatusCode::NOT_FOUND
+    );
     nodes.stop().await;
 }
 
