@@ -71,16 +71,28 @@ pub(crate) fn method_not_allowed(allow: &'static str) -> Response {
 /// A response whose body is an SSE stream.
 pub(crate) fn event_stream(body: Body) -> Response {
     let mut response = Response::new(body);
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // A constant: `from_static` outside a const context checks the name on every call.
-    const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
-    headers.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+    // Copied from a map built once: three inserts into an empty map (its first allocation,
+    // three name hashes) cost ~600 instructions more, over 1% of a call.
+    *response.headers_mut() = event_stream_headers().clone();
     response
+}
+
+/// The head of every SSE response, with room left for `Mcp-Session-Id` and CORS headers.
+fn event_stream_headers() -> &'static HeaderMap {
+    static HEADERS: std::sync::OnceLock<HeaderMap> = std::sync::OnceLock::new();
+    HEADERS.get_or_init(|| {
+        let mut headers = HeaderMap::with_capacity(8);
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        headers.insert(
+            HeaderName::from_static("x-accel-buffering"),
+            HeaderValue::from_static("no"),
+        );
+        headers
+    })
 }
 
 /// Which response formats the client takes, from `Accept`.
@@ -90,6 +102,25 @@ pub(crate) struct Accepts {
     pub(crate) sse: bool,
 }
 
+/// Both formats.
+const BOTH: Accepts = Accepts {
+    json: true,
+    sse: true,
+};
+
+/// The `Accept` values clients send most (the official SDKs' among them), and what each takes.
+const USUAL_ACCEPT: [(&[u8], Accepts); 3] = [
+    (b"application/json, text/event-stream", BOTH),
+    (b"application/json,text/event-stream", BOTH),
+    (
+        b"application/json",
+        Accepts {
+            json: true,
+            sse: false,
+        },
+    ),
+];
+
 impl Accepts {
     /// A missing `Accept`, or `*/*`, takes both.
     pub(crate) fn of(headers: &HeaderMap) -> Self {
@@ -97,9 +128,23 @@ impl Accepts {
             json: false,
             sse: false,
         };
-        let mut any = false;
-        for value in headers.get_all(header::ACCEPT) {
-            any = true;
+        let values = headers.get_all(header::ACCEPT);
+        let mut each = values.iter();
+        match (each.next(), each.next()) {
+            (None, _) => return BOTH,
+            // A usual value is taken whole: read item by item it cost ~750 instructions, 2% of
+            // a whole call.
+            (Some(value), None) => {
+                let usual = USUAL_ACCEPT
+                    .iter()
+                    .find(|(usual, _)| *usual == value.as_bytes());
+                if let Some((_, accepts)) = usual {
+                    return *accepts;
+                }
+            }
+            _ => {}
+        }
+        for value in values {
             // Visible ASCII only (else the value is skipped), then read as bytes: a header is
             // a few dozen of them, which a byte loop splits faster than `str` patterns do.
             if value.to_str().is_err() {
@@ -124,10 +169,6 @@ impl Accepts {
                 }
             }
         }
-        if !any {
-            accepts.json = true;
-            accepts.sse = true;
-        }
         accepts
     }
 }
@@ -137,6 +178,10 @@ pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
     // Visible ASCII only, then read as bytes (as `Accepts::of` does): a `str` pattern search
     // and a Unicode trim cost more than the header is long.
     let json = headers.get(header::CONTENT_TYPE).is_some_and(|value| {
+        // What nearly every client sends, taken without splitting it.
+        if value.as_bytes() == b"application/json" {
+            return true;
+        }
         let media = value.as_bytes().split(|&b| b == b';').next();
         value.to_str().is_ok()
             && media
@@ -290,9 +335,12 @@ mod tests {
 
     #[test]
     fn accept_lists_are_read_item_by_item() {
-        let cases: [(&[&[u8]], bool, bool); 12] = [
+        let cases: [(&[&[u8]], bool, bool); 15] = [
             (&[], true, true),
             (&[b"application/json, text/event-stream"], true, true),
+            (&[b"application/json,text/event-stream"], true, true),
+            (&[b"application/json, text/event-stream", b""], true, true),
+            (&[b"", b"application/json, text/event-stream"], true, true),
             (&[b"text/event-stream;q=0.9 ,Application/JSON"], true, true),
             (&[b"application/json"], true, false),
             (&[b"application/json", b"text/event-stream"], true, true),
@@ -314,6 +362,30 @@ mod tests {
             let accepts = Accepts::of(&headers);
             assert_eq!((accepts.json, accepts.sse), (json, sse), "{values:?}");
         }
+    }
+
+    #[test]
+    fn an_event_stream_is_not_cached_nor_buffered_and_takes_more_headers() {
+        let mut response = event_stream(Body::empty());
+        response
+            .headers_mut()
+            .insert(SESSION_ID, HeaderValue::from_static("abc"));
+        let headers: Vec<(&str, &[u8])> = response
+            .headers()
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_bytes()))
+            .collect();
+        assert_eq!(
+            headers,
+            [
+                ("content-type", &b"text/event-stream"[..]),
+                ("cache-control", b"no-cache"),
+                ("x-accel-buffering", b"no"),
+                ("mcp-session-id", b"abc"),
+            ]
+        );
+        // The next response starts from the same three.
+        assert_eq!(event_stream(Body::empty()).headers().len(), 3);
     }
 
     #[test]
