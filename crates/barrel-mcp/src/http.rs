@@ -73,6 +73,7 @@ mod stateless;
 mod streams;
 #[cfg(feature = "tls")]
 mod tls;
+mod version_header;
 mod watchdog;
 
 use std::sync::Arc;

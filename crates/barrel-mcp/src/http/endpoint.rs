@@ -16,10 +16,11 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::response::Response;
-use barrel_mcp_types::{ErrorObject, ProtocolVersion};
+use barrel_mcp_types::ErrorObject;
 use http::{Method, StatusCode};
 
 use super::reply::{self, Accepts};
+use super::version_header::VersionHeader;
 use super::{State, guard, sessionful, sessionless, stateless};
 use crate::transport::Caller;
 
@@ -34,19 +35,14 @@ async fn route(state: &Arc<State>, parts: http::request::Parts, body: Body) -> R
     if let Some(shared) = &state.config.shared_sessions {
         super::shared::listen(state, shared).await;
     }
-    let header_version = parts
-        .headers
-        .get(reply::PROTOCOL_VERSION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(ProtocolVersion::parse);
-    let stateless_header = header_version.is_some_and(ProtocolVersion::is_stateless);
+    let version = VersionHeader::of(&parts.headers);
     match parts.method {
-        Method::POST => post(state, parts, body, stateless_header).await,
-        Method::GET | Method::DELETE if stateless_header || state.config.sessionless => {
+        Method::POST => post(state, parts, body, &version).await,
+        Method::GET | Method::DELETE if version.names_stateless() || state.config.sessionless => {
             reply::method_not_allowed("POST")
         }
         Method::GET | Method::DELETE if !parts.headers.contains_key(reply::SESSION_ID) => {
-            if parts.headers.contains_key(reply::PROTOCOL_VERSION) {
+            if version.is_sent() {
                 // A sessionful client that lost its session id.
                 reply::error(
                     StatusCode::BAD_REQUEST,
@@ -57,7 +53,7 @@ async fn route(state: &Arc<State>, parts: http::request::Parts, body: Body) -> R
                 reply::method_not_allowed("POST")
             }
         }
-        Method::GET => sessionful::get(state, &parts).await,
+        Method::GET => sessionful::get(state, &parts, &version).await,
         Method::DELETE => sessionful::delete(state, &parts).await,
         _ => reply::method_not_allowed("GET, POST, DELETE, OPTIONS"),
     }
@@ -67,7 +63,7 @@ async fn post(
     state: &Arc<State>,
     parts: http::request::Parts,
     body: Body,
-    stateless_header: bool,
+    version: &VersionHeader,
 ) -> Response {
     if let Err(response) = reply::check_content_type(&parts.headers) {
         return response;
@@ -104,9 +100,9 @@ async fn post(
     let head = Arc::new(parts);
     let caller = Some(Arc::new(Caller::http(Arc::clone(&head))));
     if stateless::claims_version(&frame) {
-        return stateless::post(state, &head.headers, caller, accepts, frame).await;
+        return stateless::post(state, &head.headers, version, caller, accepts, frame).await;
     }
-    if stateless_header {
+    if version.names_stateless() {
         let is_initialize = frame.method() == Some("initialize");
         let error = if is_initialize {
             reply::rpc_error(
@@ -124,7 +120,7 @@ async fn post(
         return reply::error(StatusCode::BAD_REQUEST, id, error);
     }
     if state.config.sessionless {
-        return sessionless::post(state, &head, caller, accepts, frame).await;
+        return sessionless::post(state, version, caller, accepts, frame).await;
     }
-    sessionful::post(state, &head, caller, accepts, frame).await
+    sessionful::post(state, &head, version, caller, accepts, frame).await
 }

@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use axum::response::Response;
 use barrel_mcp_types::jsonrpc::Members;
-use barrel_mcp_types::{ErrorObject, Message, ProtocolVersion};
+use barrel_mcp_types::{ErrorObject, Message};
 use bytes::Bytes;
+use http::StatusCode;
 use http::header::{self, HeaderValue};
-use http::{HeaderMap, StatusCode};
 
 use super::durable::Touch;
 use super::follow::{self, Followed};
@@ -30,6 +30,7 @@ use super::reply::{self, Accepts};
 use super::session::{HttpSession, Refused, Reply};
 use super::sessions::CreateError;
 use super::sse;
+use super::version_header::VersionHeader;
 use super::{State, guard};
 use crate::peer::driven::Driven;
 use crate::transport::Caller;
@@ -38,6 +39,7 @@ use crate::transport::Caller;
 pub(crate) async fn post(
     state: &Arc<State>,
     parts: &http::request::Parts,
+    version: &VersionHeader,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
     body: Members,
@@ -46,7 +48,7 @@ pub(crate) async fn post(
         Ok(message) => message,
         Err(e) => return reply::error(StatusCode::BAD_REQUEST, e.id, e.error),
     };
-    if let Err(response) = check_version(&parts.headers) {
+    if let Err(response) = version.sessionful() {
         return response;
     }
     let shared = state.config.shared_sessions.as_ref();
@@ -131,7 +133,11 @@ async fn drive<T>(work: Option<Driven>, answer: impl Future<Output = T>) -> T {
 }
 
 /// GET: the session's stream for server-initiated messages, or a resumed stream.
-pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Response {
+pub(crate) async fn get(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    version: &VersionHeader,
+) -> Response {
     if !Accepts::of(&parts.headers).sse {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
@@ -139,7 +145,7 @@ pub(crate) async fn get(state: &Arc<State>, parts: &http::request::Parts) -> Res
             reply::rpc_error(-32600, "Accept must list text/event-stream"),
         );
     }
-    if let Err(response) = check_version(&parts.headers) {
+    if let Err(response) = version.sessionful() {
         return response;
     }
     let session = match lookup(state, parts).await {
@@ -298,23 +304,6 @@ fn requested_id(parts: &http::request::Parts) -> Result<&str, Response> {
         return Err(bad_request("Mcp-Session-Id header is required"));
     };
     id.to_str().map_err(|_| not_found())
-}
-
-/// 400 unless a present `MCP-Protocol-Version` names a sessionful revision we speak. A missing
-/// header means the version the session negotiated.
-/// The sessionful revision `MCP-Protocol-Version` names, if the header is there (400 when it
-/// names none).
-pub(super) fn check_version(headers: &HeaderMap) -> Result<Option<ProtocolVersion>, Response> {
-    let Some(value) = guard::single(headers, reply::PROTOCOL_VERSION)? else {
-        return Ok(None);
-    };
-    value
-        .to_str()
-        .ok()
-        .and_then(ProtocolVersion::parse)
-        .filter(|v| !v.is_stateless())
-        .map(Some)
-        .ok_or_else(|| bad_request("unsupported MCP-Protocol-Version"))
 }
 
 pub(super) fn bad_request(message: &str) -> Response {

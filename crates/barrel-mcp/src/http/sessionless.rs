@@ -11,8 +11,8 @@ use http::StatusCode;
 
 use super::State;
 use super::reply::{self, Accepts};
-use super::sessionful;
 use super::stateless::{self, Era};
+use super::version_header::VersionHeader;
 use crate::server;
 use crate::transport::Caller;
 
@@ -23,12 +23,12 @@ const WITHOUT_HEADER: ProtocolVersion = ProtocolVersion::V2025_03_26;
 /// accepted (202) and dropped, as there is no session for it to reach.
 pub(crate) async fn post(
     state: &Arc<State>,
-    parts: &http::request::Parts,
+    version: &VersionHeader,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
     body: Members,
 ) -> Response {
-    let header = match sessionful::check_version(&parts.headers) {
+    let header = match version.sessionful() {
         Ok(header) => header,
         Err(response) => return response,
     };

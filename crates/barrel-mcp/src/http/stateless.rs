@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use super::State;
 use super::reply::{self, Accepts};
 use super::sse;
+use super::version_header::{Unreadable, VersionHeader};
 use crate::peer::Queued;
 use crate::peer::driven::Driven;
 use crate::peer::one_request;
@@ -51,11 +52,12 @@ pub(crate) enum Era {
 pub(crate) async fn post(
     state: &Arc<State>,
     headers: &HeaderMap,
+    version: &VersionHeader,
     caller: Option<Arc<Caller>>,
     accepts: Accepts,
     body: Members,
 ) -> Response {
-    let scope = match check(headers, &body)
+    let scope = match check(headers, version, &body)
         .and_then(|scope| check_params(&state.server, headers, &body).map(|()| scope))
     {
         Ok(scope) => scope,
@@ -77,13 +79,20 @@ fn request_id(body: &Members) -> Option<barrel_mcp_types::RequestId> {
 
 /// The envelope, read once, and the headers compared with it, in the order of the spec's
 /// ingress rules; the scope the request is served in.
-fn check(headers: &HeaderMap, body: &Members) -> Result<Scope, ErrorObject> {
+fn check(
+    headers: &HeaderMap,
+    version: &VersionHeader,
+    body: &Members,
+) -> Result<Scope, ErrorObject> {
     let meta = server::request_meta(body.get("params"))
         .ok_or_else(|| invalid_meta(PROTOCOL_VERSION_KEY, "must be a string"))?;
     let envelope = Envelope::read(meta)?;
     let method = body.get("method").and_then(Value::as_str).unwrap_or("");
     let is_request = body.get("id").is_some();
-    let version_header = header(headers, &reply::PROTOCOL_VERSION)?;
+    let version_header = version.text().map_err(|unreadable| match unreadable {
+        Unreadable::Repeated => mismatch("duplicated mcp-protocol-version header"),
+        Unreadable::NotText => mismatch("mcp-protocol-version has invalid characters"),
+    })?;
     if version_header.is_some_and(|h| h != envelope.claim) {
         return Err(mismatch(
             "MCP-Protocol-Version differs from the body's protocol version",
