@@ -304,8 +304,10 @@ impl Server {
         impl Future<Output = ()> + Send + 'static,
     ) {
         let (connection, initialized) = match start {
-            SessionStart::Fresh(name) => (
-                connection::Connection::new(self.clone(), Some(events)).named(name),
+            SessionStart::Fresh { name, initialize } => (
+                connection::Connection::new(self.clone(), Some(events))
+                    .named(name)
+                    .opened_with(initialize),
                 None,
             ),
             SessionStart::Restored { name, record } => (

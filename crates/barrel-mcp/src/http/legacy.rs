@@ -82,7 +82,7 @@ async fn open(state: &Arc<State>, parts: &http::request::Parts) -> Response {
     let address = super::peer_address(parts);
     let session = match state
         .sessions
-        .create(&state.server, config, principal, address, true)
+        .create(&state.server, config, principal, address, true, None)
     {
         Ok(session) => session,
         Err(error) => return sessionful::refused(&error),

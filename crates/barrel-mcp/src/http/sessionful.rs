@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::response::Response;
 use barrel_mcp_types::jsonrpc::Members;
-use barrel_mcp_types::{ErrorObject, Message};
+use barrel_mcp_types::{ErrorObject, InitializeParams, Message};
 use bytes::Bytes;
 use http::StatusCode;
 use http::header::{self, HeaderValue};
@@ -69,7 +69,7 @@ pub(crate) async fn post(
         // Boxed, as the rare case: inline, its store calls would make every POST's future
         // (moved at each layer above it) that much larger.
         (Some(params), Some(shared)) => Box::pin(replica::open(state, parts, shared, params)).await,
-        (Some(_), None) => open(state, parts),
+        (Some(params), None) => open(state, parts, params),
         (None, _) => lookup(state, parts).await,
     };
     let session = match found {
@@ -215,12 +215,23 @@ pub(crate) async fn delete(state: &Arc<State>, parts: &http::request::Parts) -> 
 }
 
 /// Creates a session for an `initialize`.
-fn open(state: &Arc<State>, parts: &http::request::Parts) -> Result<Arc<HttpSession>, Response> {
+fn open(
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    initialize: InitializeParams,
+) -> Result<Arc<HttpSession>, Response> {
     let principal = state.config.principal_of(parts);
     let address = super::peer_address(parts);
     state
         .sessions
-        .create(&state.server, &state.config, principal, address, false)
+        .create(
+            &state.server,
+            &state.config,
+            principal,
+            address,
+            false,
+            Some(Box::new(initialize)),
+        )
         .map_err(|error| refused(&error))
 }
 

@@ -26,6 +26,7 @@ use super::sse::Limits;
 use super::watchdog::{End, watchdog};
 use crate::server::{Server, SessionEvents, SessionStart};
 use crate::store::{NodeTag, SessionRecord};
+use barrel_mcp_types::InitializeParams;
 
 /// Why a session could not be created.
 #[derive(Debug)]
@@ -113,6 +114,7 @@ impl Sessions {
     }
 
     /// Creates a session and starts serving it; `legacy` for the 2024-11-05 HTTP+SSE transport.
+    /// `initialize` holds the params of the request that opens it, when they were read.
     pub(crate) fn create(
         self: &Arc<Self>,
         server: &Server,
@@ -120,6 +122,7 @@ impl Sessions {
         principal: Option<String>,
         address: Option<std::net::IpAddr>,
         legacy: bool,
+        initialize: Option<Box<InitializeParams>>,
     ) -> Result<Arc<HttpSession>, CreateError> {
         if self.tasks.is_closed() {
             return Err(CreateError::ShuttingDown);
@@ -153,7 +156,10 @@ impl Sessions {
             limits(config),
         ));
         // Connected before it is listed, so a shutdown that lists it can end its input.
-        let start = SessionStart::Fresh(Some(name));
+        let start = SessionStart::Fresh {
+            name: Some(name),
+            initialize,
+        };
         let (stop, serve) = connect(server, &session, start, NodeTag::LOCAL);
         if let Err(error) = self.admit(&session, config, limit, full) {
             // Its connection holds it (through `events`): let go of both.
@@ -233,7 +239,10 @@ impl Sessions {
         });
         let name = durable::server_name(&record.id);
         let start = if origin {
-            SessionStart::Fresh(Some(name))
+            SessionStart::Fresh {
+                name: Some(name),
+                initialize: None,
+            }
         } else {
             SessionStart::Restored { name, record }
         };

@@ -9,7 +9,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use barrel_mcp_types::{ErrorObject, LoggingLevel, Notification, Payload, Request, RequestId};
+use barrel_mcp_types::{
+    ErrorObject, InitializeParams, LoggingLevel, Notification, Payload, Request, RequestId,
+};
 use serde_json::Value;
 
 use super::Server;
@@ -61,8 +63,9 @@ pub(crate) struct Connection {
 }
 
 enum State {
-    /// No session yet.
-    Opening,
+    /// No session yet. The opening `initialize`'s params, when the transport read them
+    /// already (HTTP checks them before it creates a session): read once, not twice.
+    Opening(Option<Box<InitializeParams>>),
     /// `initialize` answered.
     Session { session: Arc<Session> },
 }
@@ -73,7 +76,7 @@ impl Connection {
     pub(crate) fn new(server: Server, events: Option<Arc<dyn SessionEvents>>) -> Self {
         Self {
             server,
-            state: Mutex::new(State::Opening),
+            state: Mutex::new(State::Opening(None)),
             events,
             name: None,
             results_as_text: true,
@@ -92,6 +95,14 @@ impl Connection {
     #[cfg(feature = "http-server")]
     pub(crate) fn named(mut self, name: Option<String>) -> Self {
         self.name = name;
+        self
+    }
+
+    /// The same connection, to be opened by an `initialize` whose params are `read` already
+    /// (the transport checked them): the server takes them as they are.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn opened_with(self, read: Option<Box<InitializeParams>>) -> Self {
+        *self.state() = State::Opening(read);
         self
     }
 
@@ -125,7 +136,7 @@ impl Connection {
     pub(crate) fn resume(&self, peer: &Peer, initialized: bool) {
         let session = match &*self.state() {
             State::Session { session, .. } => Arc::clone(session),
-            State::Opening => return,
+            State::Opening(_) => return,
         };
         self.server.register_session(SessionHandle::new(
             session,
@@ -153,12 +164,19 @@ impl Connection {
         peer: &Peer,
     ) -> Result<Payload, ErrorObject> {
         let mut state = self.state();
-        if matches!(*state, State::Session { .. }) {
-            return Err(ErrorObject::invalid_request(
-                "the session is already initialized",
-            ));
-        }
-        let params = match session::read_initialize(params.as_ref()) {
+        let read = match &mut *state {
+            State::Opening(read) => read.take(),
+            State::Session { .. } => {
+                return Err(ErrorObject::invalid_request(
+                    "the session is already initialized",
+                ));
+            }
+        };
+        let read = match read {
+            Some(read) => Ok(*read),
+            None => session::read_initialize(params.as_ref()),
+        };
+        let params = match read {
             Ok(params) => params,
             Err(error) => {
                 drop(state);
@@ -194,7 +212,11 @@ impl Connection {
 #[derive(Debug)]
 pub(crate) enum SessionStart<'a> {
     /// Waiting for the `initialize` that opens it; the session is named so, or at random.
-    Fresh(Option<String>),
+    Fresh {
+        name: Option<String>,
+        /// The params of the `initialize` that opens it, when the transport read them.
+        initialize: Option<Box<InitializeParams>>,
+    },
     /// Opened by another node: in the state of `record`, named `name` here.
     Restored {
         name: String,
@@ -223,7 +245,7 @@ impl SessionSync {
         };
         let session = match &*connection.state() {
             State::Session { session, .. } => Arc::clone(session),
-            State::Opening => return,
+            State::Opening(_) => return,
         };
         session.follow(record);
         if record.initialized {
@@ -240,7 +262,7 @@ impl SessionSync {
         };
         let session = match &*connection.state() {
             State::Session { session, .. } => Arc::clone(session),
-            State::Opening => return,
+            State::Opening(_) => return,
         };
         let peer = peer.clone();
         tokio::spawn(async move {
@@ -288,10 +310,10 @@ impl Handler for Connection {
             "server/discover" => return ready(Err(stateless::discover_without_envelope())),
             method => match &*self.state() {
                 State::Session { session, .. } => Arc::clone(session),
-                State::Opening if method == "ping" => {
+                State::Opening(_) if method == "ping" => {
                     return ready(Ok(Payload::Value(Value::Object(serde_json::Map::new()))));
                 }
-                State::Opening => {
+                State::Opening(_) => {
                     return ready(Err(ErrorObject::invalid_request(
                         "no session: send initialize first, or name the protocol version in _meta",
                     )));
@@ -311,7 +333,7 @@ impl Handler for Connection {
 
     fn on_refused(&self, request: &Request) {
         if request.method == "initialize"
-            && matches!(*self.state(), State::Opening)
+            && matches!(*self.state(), State::Opening(_))
             && let Some(events) = &self.events
         {
             events.refused(&request.id);

@@ -85,6 +85,39 @@ async fn lifecycle_status_codes() {
 }
 
 #[tokio::test]
+async fn the_session_holds_what_its_initialize_declared() {
+    // The endpoint reads `initialize` before it creates a session, and the server takes what
+    // it read: the negotiated revision, the client's capabilities and self-description.
+    let (server, _) = crate::server::fixture::server();
+    let http = TestServer::start_with(server.clone(), HttpConfig::default()).await;
+    let mut client = http.client();
+    client.session = None;
+    let opening = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18",
+        "capabilities":{"roots":{"listChanged":true}},
+        "clientInfo":{"name":"declared","version":"7.1"}}});
+    let response = client.post(&opening).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let handles = server.live_sessions();
+    assert_eq!(handles.len(), 1);
+    let session = &handles[0];
+    assert_eq!(
+        session.protocol_version(),
+        barrel_mcp::types::ProtocolVersion::V2025_06_18
+    );
+    assert_eq!(
+        (
+            session.client_info().name.as_str(),
+            session.client_info().version.as_str()
+        ),
+        ("declared", "7.1")
+    );
+    let roots = session.client_capabilities().roots.as_ref();
+    assert_eq!(roots.and_then(|roots| roots.list_changed), Some(true));
+    assert!(session.client_capabilities().sampling.is_none());
+}
+
+#[tokio::test]
 async fn sessionless_get_and_delete() {
     let server = TestServer::start(HttpConfig::default()).await;
     let client = server.client();
