@@ -194,6 +194,11 @@ pub struct Server {
     inner: Arc<Inner>,
 }
 
+/// Sessions by name. Every name is drawn at random by the server or digested from an id it
+/// drew (never chosen by a peer), so a fast hasher is enough: SipHash over a 32-character
+/// name was paid three times per session (listed, then looked up and removed at its end).
+type SessionsById = std::collections::HashMap<String, SessionHandle, foldhash::fast::RandomState>;
+
 struct Inner {
     info: Implementation,
     /// `info` as JSON, made once: every 2026-07-28 result carries it (as a value, or as text
@@ -213,7 +218,7 @@ struct Inner {
     /// One permit per running handler ([`ServerConfig::max_running_handlers`]).
     running: Arc<tokio::sync::Semaphore>,
     /// The live sessions, by id; a connection's session is removed when it ends.
-    sessions: std::sync::Mutex<std::collections::HashMap<String, SessionHandle>>,
+    sessions: std::sync::Mutex<SessionsById>,
     /// The task store and the running task work of this process.
     tasks: tasks::Tasks,
     /// Where the changes announced on this server also go: the other nodes of a service
@@ -390,9 +395,7 @@ impl Server {
         self.sessions().values().cloned().collect()
     }
 
-    fn sessions(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, SessionHandle>> {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, SessionsById> {
         self.inner
             .sessions
             .lock()
