@@ -162,8 +162,8 @@ pub(crate) fn restore(
         .map_err(|error| refused(&error))
 }
 
-/// DELETE of the session `id`: deleted from the store, every node told (before the answer),
-/// this node's copy ended.
+/// DELETE of the session `id`: deleted from the store, this node's copy ended, every node
+/// sent the news (before the answer, for `ended_news_wait` at most).
 pub(crate) async fn delete(
     state: &Arc<State>,
     parts: &http::request::Parts,
@@ -182,13 +182,18 @@ pub(crate) async fn delete(
             return unavailable();
         }
     };
-    // Every node is told before the client hears the answer: a request it sends next to
-    // another node finds that node's copy already dropped (404), not still serving. On a task
-    // of its own, so a client that goes away meanwhile does not stop it.
-    let (bus, events, ended) = (
+    // This node's copy ends now: a request here while the news goes out is 404.
+    state.sessions.drop_copy(id);
+    // The news leaves before the client hears the answer, so a request it sends next to
+    // another node most likely finds that node's copy dropped (it drops it when its listener
+    // reads the news: not strictly before, but no longer after a round trip of ours). On a
+    // task of its own, so a client that goes away meanwhile does not stop it; given up after
+    // `ended_news_wait` (the other nodes then find the session gone at their next touch).
+    let (bus, events, ended, wait) = (
         Arc::clone(&shared.bus),
         shared.events.clone(),
         id.to_owned(),
+        shared.ended_news_wait,
     );
     let told = state.sessions.tasks.spawn(async move {
         let forget = async {
@@ -199,12 +204,15 @@ pub(crate) async fn delete(
             }
         };
         // Both at once: on one Redis they share a round trip.
-        tokio::join!(News::Ended(&ended).publish(&*bus), forget);
+        let both = async { tokio::join!(News::Ended(&ended).publish(&*bus), forget) };
+        if tokio::time::timeout(wait, both).await.is_err() {
+            tracing::warn!("the bus did not take a session's end within ended_news_wait; given up");
+        }
     });
     // An error here is the task's panic (logged by the runtime) or the runtime shutting down.
     let _ = told.await;
-    // Whether or not a copy was found above: a request may have built one since, and this
-    // node does not hear its own news.
+    // Again: a request may have built a copy meanwhile, and this node does not hear its own
+    // news.
     state.sessions.drop_copy(id);
     if existed || local.is_some() {
         reply::empty(StatusCode::OK)

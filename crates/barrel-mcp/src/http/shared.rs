@@ -128,6 +128,11 @@ pub struct SharedSessions {
     /// resumed away from the node producing them); one more resume is 503 with
     /// `Retry-After`. Default 16.
     pub max_followed_streams: usize,
+    /// How long a DELETE waits for the bus to take the news that the session ended
+    /// (`Bus::publish`) before it gives up and answers (the other nodes then find the session
+    /// gone at their next touch of the store). Answering after the news left is what makes a
+    /// request the client sends next to another node find the session gone. Default 2 s.
+    pub ended_news_wait: Duration,
 }
 
 impl SharedSessions {
@@ -147,6 +152,7 @@ impl SharedSessions {
             max_pending_events: 1_024,
             first_event_wait: Duration::from_millis(20),
             max_followed_streams: 16,
+            ended_news_wait: Duration::from_secs(2),
         }
     }
 
@@ -204,6 +210,7 @@ impl fmt::Debug for SharedSessions {
             .field("max_pending_events", &self.max_pending_events)
             .field("first_event_wait", &self.first_event_wait)
             .field("max_followed_streams", &self.max_followed_streams)
+            .field("ended_news_wait", &self.ended_news_wait)
             .finish_non_exhaustive()
     }
 }

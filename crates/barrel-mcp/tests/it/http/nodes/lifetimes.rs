@@ -1,9 +1,9 @@
-//! How long a shared session lives where: DELETE on one node ends it on every node (before it
-//! is answered, however slow the bus), a copy
-//! whose record is gone is 404, an idle copy is dropped while the session lives on, a store
-//! that fails is 503 and never 404 (and a change made meanwhile is stored once it is back),
-//! another principal is 404, concurrent first requests build one replica, and the store's caps
-//! count every node.
+//! How long a shared session lives where: DELETE on one node ends it on every node (its own
+//! copy at once, the news sent before it answers, waiting for the bus `ended_news_wait` at
+//! most), a copy whose record is gone is 404, an idle copy is dropped while the session lives
+//! on, a store that fails is 503 and never 404 (and a change made meanwhile is stored once it
+//! is back), another principal is 404, concurrent first requests build one replica, and the
+//! store's caps count every node.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -21,6 +21,7 @@ use tokio::sync::watch;
 
 use super::{Nodes, TestStore, echo, eventually, initialized, open, post_json, request};
 use crate::http::{TestServer, body_json, initialize, session_id};
+use crate::support::within;
 
 #[tokio::test]
 async fn delete_on_b_ends_the_session_on_a() {
@@ -50,12 +51,8 @@ async fn delete_on_b_ends_the_session_on_a() {
     nodes.stop().await;
 }
 
-/// A hub node whose publications reach the hub only after [`SlowNews::DELAY`].
-struct SlowNews(LocalBus);
-
-impl SlowNews {
-    const DELAY: Duration = Duration::from_millis(300);
-}
+/// A hub node whose publications reach the hub only after `.1`.
+struct SlowNews(LocalBus, Duration);
 
 impl Bus for SlowNews {
     fn node(&self) -> NodeTag {
@@ -72,7 +69,7 @@ impl Bus for SlowNews {
         body: Bytes,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            tokio::time::sleep(Self::DELAY).await;
+            tokio::time::sleep(self.1).await;
             self.0.publish(topic, body).await
         })
     }
@@ -97,27 +94,59 @@ impl Bus for SlowNews {
     }
 }
 
-#[tokio::test]
-async fn a_delete_answered_on_b_is_already_404_on_a_however_slow_the_bus() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_answers_once_the_news_left_and_ends_its_own_copy_first() {
+    let delay = Duration::from_millis(300);
     let store = Arc::new(TestStore::default());
     let hub = LocalHub::new();
-    let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(SlowNews(hub.join())));
+    let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(SlowNews(hub.join(), delay)));
     let nodes = Nodes::start(store.clone(), store, bus_a, bus_b, |_, _| {}).await;
     let (on_a, on_b) = nodes.opened().await;
     let ping = request(2, "ping", json!({}));
     assert_eq!(post_json(&on_a, &ping, &[]).await.status(), StatusCode::OK);
+    // B holds a copy too.
+    assert_eq!(post_json(&on_b, &ping, &[]).await.status(), StatusCode::OK);
     let asked = tokio::time::Instant::now();
-    let deleted = on_b.send(Method::DELETE, &[], None).await;
-    assert_eq!(deleted.status(), StatusCode::OK);
-    assert!(
-        asked.elapsed() >= SlowNews::DELAY,
-        "answered before A was told"
-    );
-    // No waiting: the next request, to the node that opened the session, finds it gone.
+    let deleting = tokio::spawn({
+        let on_b = on_b.clone();
+        async move { on_b.send(Method::DELETE, &[], None).await.status() }
+    });
+    // While the news is on its way, B (where the DELETE is) no longer serves the session.
+    tokio::time::sleep(delay / 3).await;
     assert_eq!(
-        post_json(&on_a, &ping, &[]).await.status(),
+        post_json(&on_b, &ping, &[]).await.status(),
         StatusCode::NOT_FOUND
     );
+    assert_eq!(deleting.await.expect("the DELETE"), StatusCode::OK);
+    assert!(asked.elapsed() >= delay, "answered before the news left");
+    // A heard it: the next request there finds the session gone.
+    eventually("A drops the deleted session", || async {
+        post_json(&on_a, &ping, &[]).await.status() == StatusCode::NOT_FOUND
+    })
+    .await;
+    nodes.stop().await;
+}
+
+#[tokio::test]
+async fn a_bus_that_does_not_take_the_news_delays_a_delete_by_ended_news_wait_at_most() {
+    let store = Arc::new(TestStore::default());
+    let hub = LocalHub::new();
+    let stuck = Duration::from_secs(3600);
+    let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(SlowNews(hub.join(), stuck)));
+    let wait = Duration::from_millis(200);
+    let nodes = Nodes::start(store.clone(), store.clone(), bus_a, bus_b, |_, config| {
+        if let Some(shared) = config.shared_sessions.as_mut() {
+            shared.ended_news_wait = wait;
+        }
+    })
+    .await;
+    let (_, on_b) = nodes.opened().await;
+    let id = on_b.session.clone().expect("a session");
+    let asked = tokio::time::Instant::now();
+    let deleted = within(on_b.send(Method::DELETE, &[], None)).await;
+    assert_eq!(deleted.status(), StatusCode::OK);
+    assert!(asked.elapsed() >= wait);
+    assert_eq!(store.load(&id).await, Ok(None));
     nodes.stop().await;
 }
 
