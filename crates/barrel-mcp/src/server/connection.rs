@@ -332,10 +332,18 @@ impl Handler for Connection {
     }
 
     fn on_refused(&self, request: &Request) {
-        if request.method == "initialize"
-            && matches!(*self.state(), State::Opening(_))
-            && let Some(events) = &self.events
-        {
+        if request.method != "initialize" {
+            return;
+        }
+        let opening = match &mut *self.state() {
+            // The params read for the refused request are no other request's.
+            State::Opening(read) => {
+                *read = None;
+                true
+            }
+            State::Session { .. } => false,
+        };
+        if opening && let Some(events) = &self.events {
             events.refused(&request.id);
         }
     }
