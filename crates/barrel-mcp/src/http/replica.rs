@@ -185,27 +185,26 @@ pub(crate) async fn delete(
     // This node's copy ends now: a request here while the news goes out is 404.
     state.sessions.drop_copy(id);
     // The news leaves before the client hears the answer, so a request it sends next to
-    // another node most likely finds that node's copy dropped (it drops it when its listener
-    // reads the news: not strictly before, but no longer after a round trip of ours). On a
-    // task of its own, so a client that goes away meanwhile does not stop it; given up after
-    // `ended_news_wait` (the other nodes then find the session gone at their next touch).
-    let (bus, events, ended, wait) = (
+    // another node finds that node's copy dropped unless that node's listener lags behind
+    // the client. On tasks of their own, so a client that goes away meanwhile does not stop
+    // them; the news is waited for `ended_news_wait` at most, then given up (the other
+    // nodes find the session gone at their next touch of the store).
+    if let Some(events) = shared.events.clone() {
+        let forgotten = id.to_owned();
+        state.sessions.tasks.spawn(async move {
+            if let Err(error) = events.forget(&forgotten).await {
+                tracing::debug!(%error, "could not forget a deleted session's streams; they expire");
+            }
+        });
+    }
+    let (bus, ended, wait) = (
         Arc::clone(&shared.bus),
-        shared.events.clone(),
         id.to_owned(),
         shared.ended_news_wait,
     );
     let told = state.sessions.tasks.spawn(async move {
-        let forget = async {
-            if let Some(events) = &events
-                && let Err(error) = events.forget(&ended).await
-            {
-                tracing::debug!(%error, "could not forget a deleted session's streams; they expire");
-            }
-        };
-        // Both at once: on one Redis they share a round trip.
-        let both = async { tokio::join!(News::Ended(&ended).publish(&*bus), forget) };
-        if tokio::time::timeout(wait, both).await.is_err() {
+        let publish = News::Ended(&ended).publish(&*bus);
+        if tokio::time::timeout(wait, publish).await.is_err() {
             tracing::warn!("the bus did not take a session's end within ended_news_wait; given up");
         }
     });

@@ -129,9 +129,10 @@ pub struct SharedSessions {
     /// `Retry-After`. Default 16.
     pub max_followed_streams: usize,
     /// How long a DELETE waits for the bus to take the news that the session ended
-    /// (`Bus::publish`) before it gives up and answers (the other nodes then find the session
-    /// gone at their next touch of the store). Answering after the news left is what makes a
-    /// request the client sends next to another node find the session gone. Default 2 s.
+    /// (`Bus::publish`) before it gives up on it and answers (the other nodes then find the
+    /// session gone at their next touch of the store; with zero, news that needs a round trip
+    /// is given up at once). Answering after the news left is what makes a request the client
+    /// sends next to another node find the session gone. Default 2 s.
     pub ended_news_wait: Duration,
 }
 

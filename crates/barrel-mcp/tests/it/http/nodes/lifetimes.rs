@@ -17,7 +17,7 @@ use barrel_mcp::store::{
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use serde_json::json;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::{Nodes, TestStore, echo, eventually, initialized, open, post_json, request};
 use crate::http::{TestServer, body_json, initialize, session_id};
@@ -51,16 +51,31 @@ async fn delete_on_b_ends_the_session_on_a() {
     nodes.stop().await;
 }
 
-/// A hub node whose publications reach the hub only after `.1`.
-struct SlowNews(LocalBus, Duration);
+/// A hub node whose publications reach the hub only after `delay`; `publishing` is notified
+/// as the publication of a session's end starts.
+struct SlowNews {
+    inner: LocalBus,
+    delay: Duration,
+    publishing: Arc<Notify>,
+}
+
+impl SlowNews {
+    fn new(inner: LocalBus, delay: Duration) -> Self {
+        Self {
+            inner,
+            delay,
+            publishing: Arc::new(Notify::new()),
+        }
+    }
+}
 
 impl Bus for SlowNews {
     fn node(&self) -> NodeTag {
-        self.0.node()
+        self.inner.node()
     }
 
     fn node_changes(&self) -> watch::Receiver<NodeTag> {
-        self.0.node_changes()
+        self.inner.node_changes()
     }
 
     fn publish<'a>(
@@ -69,8 +84,11 @@ impl Bus for SlowNews {
         body: Bytes,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            tokio::time::sleep(self.1).await;
-            self.0.publish(topic, body).await
+            if body.starts_with(b"session-ended:") {
+                self.publishing.notify_one();
+            }
+            tokio::time::sleep(self.delay).await;
+            self.inner.publish(topic, body).await
         })
     }
 
@@ -78,19 +96,19 @@ impl Bus for SlowNews {
         &'a self,
         topic: &'a Topic,
     ) -> BoxFuture<'a, Result<Subscription, StoreError>> {
-        self.0.subscribe(topic)
+        self.inner.subscribe(topic)
     }
 
     fn send(&self, to: NodeTag, body: Bytes) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.0.send(to, body)
+        self.inner.send(to, body)
     }
 
     fn inbox(&self) -> Option<Inbox> {
-        self.0.inbox()
+        self.inner.inbox()
     }
 
     fn alive(&self, node: NodeTag) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.0.alive(node)
+        self.inner.alive(node)
     }
 }
 
@@ -99,7 +117,9 @@ async fn a_delete_answers_once_the_news_left_and_ends_its_own_copy_first() {
     let delay = Duration::from_millis(300);
     let store = Arc::new(TestStore::default());
     let hub = LocalHub::new();
-    let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(SlowNews(hub.join(), delay)));
+    let slow = Arc::new(SlowNews::new(hub.join(), delay));
+    let publishing = Arc::clone(&slow.publishing);
+    let (bus_a, bus_b) = (Arc::new(hub.join()), slow);
     let nodes = Nodes::start(store.clone(), store, bus_a, bus_b, |_, _| {}).await;
     let (on_a, on_b) = nodes.opened().await;
     let ping = request(2, "ping", json!({}));
@@ -112,11 +132,12 @@ async fn a_delete_answers_once_the_news_left_and_ends_its_own_copy_first() {
         async move { on_b.send(Method::DELETE, &[], None).await.status() }
     });
     // While the news is on its way, B (where the DELETE is) no longer serves the session.
-    tokio::time::sleep(delay / 3).await;
+    within(publishing.notified()).await;
     assert_eq!(
         post_json(&on_b, &ping, &[]).await.status(),
         StatusCode::NOT_FOUND
     );
+    assert!(!deleting.is_finished(), "the DELETE waits for the news");
     assert_eq!(deleting.await.expect("the DELETE"), StatusCode::OK);
     assert!(asked.elapsed() >= delay, "answered before the news left");
     // A heard it: the next request there finds the session gone.
@@ -132,7 +153,10 @@ async fn a_bus_that_does_not_take_the_news_delays_a_delete_by_ended_news_wait_at
     let store = Arc::new(TestStore::default());
     let hub = LocalHub::new();
     let stuck = Duration::from_secs(3600);
-    let (bus_a, bus_b) = (Arc::new(hub.join()), Arc::new(SlowNews(hub.join(), stuck)));
+    let (bus_a, bus_b) = (
+        Arc::new(hub.join()),
+        Arc::new(SlowNews::new(hub.join(), stuck)),
+    );
     let wait = Duration::from_millis(200);
     let nodes = Nodes::start(store.clone(), store.clone(), bus_a, bus_b, |_, config| {
         if let Some(shared) = config.shared_sessions.as_mut() {
@@ -145,7 +169,8 @@ async fn a_bus_that_does_not_take_the_news_delays_a_delete_by_ended_news_wait_at
     let asked = tokio::time::Instant::now();
     let deleted = within(on_b.send(Method::DELETE, &[], None)).await;
     assert_eq!(deleted.status(), StatusCode::OK);
-    assert!(asked.elapsed() >= wait);
+    let took = asked.elapsed();
+    assert!(took >= wait && took < Duration::from_secs(1), "{took:?}");
     assert_eq!(store.load(&id).await, Ok(None));
     nodes.stop().await;
 }
