@@ -66,7 +66,7 @@ use crate::store::{
 /// on the bus. A client's `notifications/cancelled` reaches every node holding the session.
 /// One bus serves one endpoint (the endpoint takes the bus's inbox).
 ///
-/// With an event store ([`events`](Self::events), which [`redis`](Self::redis) sets), the
+/// With an event store ([`events`](Self::events), which `redis` sets, feature `redis`), the
 /// streams are shared too: every event of a stream is stored before the client sees its id,
 /// so a stream the client resumes (`Last-Event-ID`) on another node replays what it missed
 /// and follows the rest from the store; the GET stream follows the node the client last
@@ -101,7 +101,7 @@ pub struct SharedSessions {
     pub max_forwards_per_second: u32,
     /// Where the events of the sessions' streams live, shared by every node (`None`: each
     /// node keeps the streams it produces, and only it replays them). Default `None`;
-    /// [`redis`](Self::redis) sets a [`RedisEventStore`](crate::store::RedisEventStore).
+    /// `redis` (feature `redis`) sets a `RedisEventStore`.
     pub events: Option<Arc<dyn EventStore>>,
     /// How long a finished stream stays resumable in the event store after its last event
     /// (and so, with the rate its requests are answered at, what the one-event streams of a

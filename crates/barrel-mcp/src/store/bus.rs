@@ -119,7 +119,7 @@ pub struct BusOptions {
 }
 
 impl BusOptions {
-    /// Checks that these options can work, as [`RedisBus::start`](crate::store::RedisBus)
+    /// Checks that these options can work, as `RedisBus::start` (feature `redis`)
     /// does before it touches Redis: every count at least 1; every duration at least 1 ms and
     /// at most [`LONGEST_TTL`](crate::store::LONGEST_TTL); `heartbeat_expiry` longer than
     /// `heartbeat_interval` (or every beat would find the membership lapsed); `inbox_ttl` at
