@@ -118,6 +118,33 @@ async fn the_session_holds_what_its_initialize_declared() {
 }
 
 #[tokio::test]
+async fn an_opening_initialize_the_peer_refuses_ends_its_session() {
+    // An id past `max_request_id_length` (256) is refused before the server reads the
+    // request: the session opened for it ends with the refusal, and none is registered.
+    let (server, _) = crate::server::fixture::server();
+    let http = TestServer::start_with(server.clone(), HttpConfig::default()).await;
+    let mut client = http.client();
+    client.session = None;
+    let mut opening = initialize(1);
+    opening["id"] = json!("x".repeat(300));
+    let response = client.post(&opening).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    client.session = session_id(response.headers());
+    let refusal = SseReader::new(response).next_message().await;
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    for _ in 0..100 {
+        if http.http.session_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(http.http.session_count(), 0);
+    assert!(server.live_sessions().is_empty());
+    let ping = json!({"jsonrpc":"2.0","id":2,"method":"ping"});
+    assert_eq!(client.post(&ping).await.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
 async fn sessionless_get_and_delete() {
     let server = TestServer::start(HttpConfig::default()).await;
     let client = server.client();
