@@ -42,6 +42,7 @@ mod replay;
 mod retag;
 mod state;
 mod tasks;
+mod test_bus;
 mod whole;
 
 /// A memory store that answers `Unavailable` while `fail` is set, counts touches, and takes

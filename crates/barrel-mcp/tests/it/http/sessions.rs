@@ -84,14 +84,21 @@ async fn lifecycle_status_codes() {
     assert_eq!(server.http.session_count(), 0);
 }
 
-#[tokio::test]
-async fn the_session_holds_what_its_initialize_declared() {
-    // The endpoint reads `initialize` before it creates a session, and the server takes what
-    // it read: the negotiated revision, the client's capabilities and self-description.
+/// The fixture server (to look at its sessions), served over HTTP, and a client without a
+/// session.
+async fn fixture_served() -> (barrel_mcp::server::Server, TestServer, Client) {
     let (server, _) = crate::server::fixture::server();
     let http = TestServer::start_with(server.clone(), HttpConfig::default()).await;
     let mut client = http.client();
     client.session = None;
+    (server, http, client)
+}
+
+#[tokio::test]
+async fn the_session_holds_what_its_initialize_declared() {
+    // The endpoint reads `initialize` before it creates a session, and the server takes what
+    // it read: the negotiated revision, the client's capabilities and self-description.
+    let (server, _http, client) = fixture_served().await;
     let opening = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
         "protocolVersion":"2025-06-18",
         "capabilities":{"roots":{"listChanged":true}},
@@ -121,10 +128,7 @@ async fn the_session_holds_what_its_initialize_declared() {
 async fn an_opening_initialize_the_peer_refuses_ends_its_session() {
     // An id past `max_request_id_length` (256) is refused before the server reads the
     // request: the session opened for it ends with the refusal, and none is registered.
-    let (server, _) = crate::server::fixture::server();
-    let http = TestServer::start_with(server.clone(), HttpConfig::default()).await;
-    let mut client = http.client();
-    client.session = None;
+    let (server, http, mut client) = fixture_served().await;
     let mut opening = initialize(1);
     opening["id"] = json!("x".repeat(300));
     let response = client.post(&opening).await;

@@ -10,15 +10,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use barrel_mcp::http::{HttpConfig, PrincipalResolver};
-use barrel_mcp::peer::BoxFuture;
-use barrel_mcp::store::{
-    Bus, Inbox, LocalBus, LocalHub, NodeTag, SessionStore, StoreError, Subscription, Topic,
-};
-use bytes::Bytes;
+use barrel_mcp::store::{LocalHub, SessionStore};
 use http::{Method, StatusCode};
 use serde_json::json;
-use tokio::sync::{Notify, watch};
 
+use super::test_bus::TestBus;
 use super::{Nodes, TestStore, echo, eventually, initialized, open, post_json, request};
 use crate::http::{TestServer, body_json, initialize, session_id};
 use crate::support::within;
@@ -51,74 +47,13 @@ async fn delete_on_b_ends_the_session_on_a() {
     nodes.stop().await;
 }
 
-/// A hub node whose publications reach the hub only after `delay`; `publishing` is notified
-/// as the publication of a session's end starts.
-struct SlowNews {
-    inner: LocalBus,
-    delay: Duration,
-    publishing: Arc<Notify>,
-}
-
-impl SlowNews {
-    fn new(inner: LocalBus, delay: Duration) -> Self {
-        Self {
-            inner,
-            delay,
-            publishing: Arc::new(Notify::new()),
-        }
-    }
-}
-
-impl Bus for SlowNews {
-    fn node(&self) -> NodeTag {
-        self.inner.node()
-    }
-
-    fn node_changes(&self) -> watch::Receiver<NodeTag> {
-        self.inner.node_changes()
-    }
-
-    fn publish<'a>(
-        &'a self,
-        topic: &'a Topic,
-        body: Bytes,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move {
-            if body.starts_with(b"session-ended:") {
-                self.publishing.notify_one();
-            }
-            tokio::time::sleep(self.delay).await;
-            self.inner.publish(topic, body).await
-        })
-    }
-
-    fn subscribe<'a>(
-        &'a self,
-        topic: &'a Topic,
-    ) -> BoxFuture<'a, Result<Subscription, StoreError>> {
-        self.inner.subscribe(topic)
-    }
-
-    fn send(&self, to: NodeTag, body: Bytes) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.inner.send(to, body)
-    }
-
-    fn inbox(&self) -> Option<Inbox> {
-        self.inner.inbox()
-    }
-
-    fn alive(&self, node: NodeTag) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.inner.alive(node)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_answers_once_the_news_left_and_ends_its_own_copy_first() {
     let delay = Duration::from_millis(300);
     let store = Arc::new(TestStore::default());
     let hub = LocalHub::new();
-    let slow = Arc::new(SlowNews::new(hub.join(), delay));
-    let publishing = Arc::clone(&slow.publishing);
+    let slow = Arc::new(TestBus::join(&hub).slow(delay));
+    let publishing = Arc::clone(&slow.ending);
     let (bus_a, bus_b) = (Arc::new(hub.join()), slow);
     let nodes = Nodes::start(store.clone(), store, bus_a, bus_b, |_, _| {}).await;
     let (on_a, on_b) = nodes.opened().await;
@@ -155,7 +90,7 @@ async fn a_bus_that_does_not_take_the_news_delays_a_delete_by_ended_news_wait_at
     let stuck = Duration::from_secs(3600);
     let (bus_a, bus_b) = (
         Arc::new(hub.join()),
-        Arc::new(SlowNews::new(hub.join(), stuck)),
+        Arc::new(TestBus::join(&hub).slow(stuck)),
     );
     let wait = Duration::from_millis(200);
     let nodes = Nodes::start(store.clone(), store.clone(), bus_a, bus_b, |_, config| {

@@ -4,59 +4,14 @@
 
 use std::sync::Arc;
 
-use barrel_mcp::peer::BoxFuture;
-use barrel_mcp::store::{Bus, Inbox, LocalBus, LocalHub, NodeTag, StoreError, Subscription, Topic};
-use bytes::Bytes;
+use barrel_mcp::store::{LocalHub, NodeTag};
 use http::StatusCode;
 use serde_json::json;
-use tokio::sync::watch;
 
+use super::test_bus::TestBus;
 use super::{Nodes, TestStore};
 use crate::http::SseReader;
 use crate::support::within;
-
-/// A hub node whose tag the test changes.
-struct Retagged {
-    inner: LocalBus,
-    tag: watch::Sender<NodeTag>,
-}
-
-impl Bus for Retagged {
-    fn node(&self) -> NodeTag {
-        *self.tag.borrow()
-    }
-
-    fn node_changes(&self) -> watch::Receiver<NodeTag> {
-        self.tag.subscribe()
-    }
-
-    fn publish<'a>(
-        &'a self,
-        topic: &'a Topic,
-        body: Bytes,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        self.inner.publish(topic, body)
-    }
-
-    fn subscribe<'a>(
-        &'a self,
-        topic: &'a Topic,
-    ) -> BoxFuture<'a, Result<Subscription, StoreError>> {
-        self.inner.subscribe(topic)
-    }
-
-    fn send(&self, to: NodeTag, body: Bytes) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.inner.send(to, body)
-    }
-
-    fn inbox(&self) -> Option<Inbox> {
-        self.inner.inbox()
-    }
-
-    fn alive(&self, node: NodeTag) -> BoxFuture<'_, Result<bool, StoreError>> {
-        self.inner.alive(node)
-    }
-}
 
 /// The node a sampling request's id names, from the first message of a `summarize` call.
 async fn asker(client: &crate::http::Client, id: i64) -> NodeTag {
@@ -76,11 +31,7 @@ async fn a_node_that_takes_a_new_tag_rebuilds_its_copies_under_it() {
     let store = Arc::new(TestStore::default());
     let hub = LocalHub::new();
     let first = NodeTag::new(40).expect("a tag");
-    let (tag, _) = watch::channel(first);
-    let retagged = Arc::new(Retagged {
-        inner: hub.join(),
-        tag,
-    });
+    let retagged = Arc::new(TestBus::join(&hub).tagged(first));
     let nodes = Nodes::start(
         store.clone(),
         store,
