@@ -66,6 +66,8 @@ static ALLOCATOR: barrel_mcp_alloc::MiMalloc = barrel_mcp_alloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> barrel_mcp::Result<()> {
+    // Memory a burst of sessions freed goes back to the system once the server is quiet.
+    barrel_mcp_alloc::spawn_purger(barrel_mcp_alloc::PURGE_EVERY)?;
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:8080".to_owned());

@@ -149,6 +149,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             auth,
             node,
         } => {
+            // A server runs long and goes quiet between bursts: give what a burst freed back.
+            barrel_mcp_alloc::spawn_purger(barrel_mcp_alloc::PURGE_EVERY)
+                .context("starting the allocator's purge thread")?;
             if !stdio {
                 let addr = http.unwrap_or(([127, 0, 0, 1], 9090).into());
                 let scheme = if tls_cert.is_some() { "https" } else { "http" };
