@@ -295,6 +295,7 @@ async fn command(args: Args) -> Result<(), String> {
                 ("full_kib", m.full_kib.to_string()),
                 ("after_kib", m.after_kib.to_string()),
                 ("idle_anon_kib", m.idle_anon_kib.to_string()),
+                ("after_anon_kib", m.after_anon_kib.to_string()),
                 ("opened", m.opened.to_string()),
                 ("errors", m.errors.to_string()),
             ];

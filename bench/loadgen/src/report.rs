@@ -155,6 +155,14 @@ fn num(fields: Option<&Fields>, key: &str) -> Option<f64> {
     fields?.get(key)?.parse().ok()
 }
 
+/// `over / under` of two fields, when both are there and above zero.
+fn fields_ratio(fields: Option<&Fields>, over: &str, under: &str) -> Option<f64> {
+    match (num(fields, over), num(fields, under)) {
+        (Some(over), Some(under)) if over > 0.0 && under > 0.0 => Some(over / under),
+        _ => None,
+    }
+}
+
 fn thousands(v: f64) -> String {
     let s = format!("{:.0}", v);
     let mut out = String::new();
@@ -489,16 +497,12 @@ pub fn table(tsv: &str) -> String {
                             _ => None,
                         }
                     }
-                    "after_over_idle" => match (num(f, "after_kib"), num(f, "idle_kib")) {
-                        (Some(after), Some(idle)) if idle > 0.0 && after > 0.0 => {
-                            Some(after / idle)
-                        }
-                        _ => None,
-                    },
+                    "after_over_idle" => fields_ratio(f, "after_kib", "idle_kib"),
+                    "anon_after_over_idle" => fields_ratio(f, "after_anon_kib", "idle_anon_kib"),
                     _ => num(f, key).filter(|v| *v > 0.0),
                 };
                 match value {
-                    Some(v) if key == "after_over_idle" => (format!("{v:.2}×"), Some(v)),
+                    Some(v) if key.ends_with("_over_idle") => (format!("{v:.2}×"), Some(v)),
                     Some(v) => (format!("{:.*}", digits, v / scale), Some(v)),
                     None => ("n/a".to_owned(), None),
                 }
@@ -528,6 +532,18 @@ pub fn table(tsv: &str) -> String {
                 "idle_anon_kib",
                 1024.0,
                 1,
+            ),
+            (
+                " | after all sessions closed, anonymous only (RssAnon), MiB",
+                "after_anon_kib",
+                1024.0,
+                1,
+            ),
+            (
+                " | after closed / idle, anonymous only",
+                "anon_after_over_idle",
+                1.0,
+                2,
             ),
         ];
         for (title, key, scale, digits) in rows {

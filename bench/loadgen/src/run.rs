@@ -183,6 +183,9 @@ pub struct Memory {
     pub after_kib: u64,
     /// The anonymous part of the idle RSS: the heap and stacks, without the mapped binary.
     pub idle_anon_kib: u64,
+    /// The anonymous part of `after_kib`: what the heap and stacks keep once sessions end,
+    /// without the code the sessions paged in.
+    pub after_anon_kib: u64,
     pub opened: usize,
     pub errors: u64,
     pub first_error: Option<String>,
@@ -253,6 +256,7 @@ pub async fn memory(client: Client, pid: u32, sessions: usize, conns: usize) -> 
     // The same settling time as with the sessions open.
     tokio::time::sleep(Duration::from_secs(1)).await;
     mem.after_kib = status_kib(pid, "VmRSS:").unwrap_or(0);
+    mem.after_anon_kib = status_kib(pid, "RssAnon:").unwrap_or(0);
     mem
 }
 

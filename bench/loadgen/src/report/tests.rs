@@ -71,14 +71,26 @@ fn redis_column_and_summary() {
 
 #[test]
 fn memory_after_and_stdio_rows() {
-    let tsv = "barrel-mcp\tmemory\tidle_kib=10240\tfull_kib=30720\tafter_kib=15360\topened=1000\n\
-               rmcp\tmemory\tidle_kib=5120\tfull_kib=56320\tafter_kib=10240\topened=1000\n\
+    let tsv = "barrel-mcp\tmemory\tidle_kib=10240\tfull_kib=30720\tafter_kib=15360\topened=1000\t\
+               idle_anon_kib=1024\tafter_anon_kib=1536\n\
+               rmcp\tmemory\tidle_kib=5120\tfull_kib=56320\tafter_kib=10240\topened=1000\t\
+               idle_anon_kib=512\tafter_anon_kib=5120\n\
                barrel-mcp\tcold\tp50_us=4000\tmin_us=3000\tmax_us=9000\truns=20\tcpu_us=2500\n\
                rmcp\tstdio-pipelined\trps=50000\twall_us=200000\tcpu_us=15.5\n";
     let table = table(tsv);
     assert!(table.contains("| 15.0 | 10.0 | 1.50× |"), "{table}");
     assert!(
         table.contains("| after closed / idle | 1.50× | 2.00× | 0.75× |"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "| after all sessions closed, anonymous only (RssAnon), MiB | 1.5 | 5.0 | 0.30× |"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("| after closed / idle, anonymous only | 1.50× | 10.00× | 0.15× |"),
         "{table}"
     );
     assert!(
@@ -132,7 +144,9 @@ fn base_column_ratio_and_summary() {
              memory rows): 64 conns, stateful, SSE replies, req/s 0.90×; \
              server RSS, 1,000 open sessions, MiB 1.50×; server RSS, per open session, KiB 2.00×. \
              Not compared (n/a in either column): 64 conns, 2025-11-25 sessionless, req/s; \
-             server RSS, idle, anonymous only (RssAnon), MiB."
+             server RSS, idle, anonymous only (RssAnon), MiB; server RSS, after all sessions \
+             closed, anonymous only (RssAnon), MiB; server RSS, after closed / idle, anonymous \
+             only."
         ),
         "{table}"
     );
