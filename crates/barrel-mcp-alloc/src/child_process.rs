@@ -9,12 +9,23 @@ pub(crate) fn is_child() -> bool {
     std::env::var_os(CHILD).is_some()
 }
 
-/// This binary again, the test `name` alone, with `vars` set: its standard output, once it
-/// passed.
+/// This binary again, the test `name` alone, with `vars` set and no other of mimalloc's
+/// variables (`MIMALLOC_*`, in any case, which mimalloc reads: the first of a name wins): its
+/// standard output, once it passed.
 pub(crate) fn run_child(name: &str, vars: &[(&str, &str)]) -> String {
     let exe = std::env::current_exe().expect("the test binary");
-    let output = std::process::Command::new(exe)
-        .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+    let mut child = std::process::Command::new(exe);
+    child.args(["--exact", name, "--nocapture", "--test-threads", "1"]);
+    for (key, _) in std::env::vars_os() {
+        let is_mimalloc = key.to_str().is_some_and(|key| {
+            key.get(..9)
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case("mimalloc_"))
+        });
+        if is_mimalloc {
+            child.env_remove(key);
+        }
+    }
+    let output = child
         .env(CHILD, "1")
         .envs(vars.iter().copied())
         .output()

@@ -85,7 +85,19 @@ mod options;
 mod purger;
 pub use purger::{PURGE_EVERY, spawn_purger};
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    any(
+        target_os = "linux",
+        target_os = "android",
+        target_os = "freebsd",
+        target_os = "netbsd",
+        target_os = "openbsd",
+        target_os = "dragonfly",
+        target_os = "illumos",
+        target_os = "solaris"
+    )
+))]
 mod child_process;
 
 /// mimalloc as the global allocator. See [the crate](crate).
