@@ -1,49 +1,88 @@
 //! Hands `symbol-order.txt` (written by `scripts/symbol-order`) to the linker for the
-//! examples, so the code the benchmark's servers run sits side by side in the binary: the
-//! kernel maps code into a process in blocks around each page touched, and an idle
-//! `http_echo` held 4.9 MiB of its text resident in the compiler's order, 1.9 MiB in this one
-//! (docs/ARCHITECTURE.md, "The binaries' code layout").
+//! examples' release builds, so the code the benchmark's servers run sits together in the
+//! binary: the kernel maps code into a process in blocks around each page touched, and an
+//! idle `http_echo` held 4.9 MiB of its text resident in the compiler's layout, 1.4 MiB in
+//! this one (docs/ARCHITECTURE.md, "The binaries' code layout").
 //!
-//! Only where the linker is known to be lld, which takes `--symbol-ordering-file`: Rust's own
-//! (`rust-lld`, the default on `x86_64-unknown-linux-gnu` since Rust 1.90), with no linker or
-//! linker flavour chosen by the user. Elsewhere the examples link as they would without this.
+//! Only where the linker is known to take `--symbol-ordering-file`: Rust's own lld, the
+//! default on `x86_64-unknown-linux-gnu` since Rust 1.90 in the toolchains that ship it (its
+//! `gcc-ld` wrapper is in the sysroot), with no linker or linker flags chosen by the user
+//! (mold, GNU ld and gold do not take the option). A release build that cannot have it says
+//! so in a warning and links as it would without this.
 
 use std::env;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The target whose default linker this knows.
+const TARGET: &str = "x86_64-unknown-linux-gnu";
 
 fn main() {
     println!("cargo::rerun-if-changed=symbol-order.txt");
-    println!("cargo::rerun-if-env-changed=RUSTC_LINKER");
-    let order = Path::new(&env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default())
-        .join("symbol-order.txt");
-    if linker_is_rust_lld() && order.is_file() {
-        println!(
-            "cargo::rustc-link-arg-examples=-Wl,--symbol-ordering-file={}",
-            order.display()
-        );
-        // A name the build no longer defines (renamed, or a new compiler's hash) is skipped.
-        println!("cargo::rustc-link-arg-examples=-Wl,--no-warn-symbol-ordering");
+    if env::var("PROFILE").as_deref() != Ok("release")
+        || env::var("TARGET").as_deref() != Ok(TARGET)
+    {
+        // Debug builds' names carry other hashes: the list would match nothing.
+        return;
+    }
+    let order =
+        Path::new(&env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default()).join("symbol-order.txt");
+    match why_not_rust_lld() {
+        None if order.is_file() => {
+            println!(
+                "cargo::rustc-link-arg-examples=-Wl,--symbol-ordering-file={}",
+                order.display()
+            );
+            // A name the build no longer defines (renamed, or a new compiler's hash) is
+            // skipped.
+            println!("cargo::rustc-link-arg-examples=-Wl,--no-warn-symbol-ordering");
+        }
+        None => {}
+        Some(why) => {
+            println!("cargo::warning=examples linked in the compiler's code layout: {why}");
+        }
     }
 }
 
-/// Whether the examples link with `rust-lld` as rustc picks it by default.
-fn linker_is_rust_lld() -> bool {
-    let target = env::var("TARGET").unwrap_or_default();
-    let chosen_linker = env::var_os("RUSTC_LINKER").is_some();
+/// Why the examples may not link with Rust's own lld as rustc picks it by default, if so.
+fn why_not_rust_lld() -> Option<&'static str> {
+    if env::var_os("RUSTC_LINKER").is_some() {
+        return Some("a linker is chosen (RUSTC_LINKER)");
+    }
     let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let chosen_flavour = flags.contains("linker") || flags.contains("link-self-contained");
-    target == "x86_64-unknown-linux-gnu"
-        && !chosen_linker
-        && !chosen_flavour
-        && rustc_minor().is_some_and(|minor| minor >= 90)
+    if ["linker", "link-self-contained", "link-arg", "fuse-ld"]
+        .iter()
+        .any(|flag| flags.contains(flag))
+    {
+        return Some("linker flags are chosen (RUSTFLAGS)");
+    }
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let minor = rustc_output(&rustc, "-vV").and_then(|text| release_minor(&text));
+    if minor.is_none_or(|minor| minor < 90) {
+        return Some("rustc before 1.90 links with the system's linker");
+    }
+    let sysroot = rustc_output(&rustc, "--print=sysroot").map(|text| PathBuf::from(text.trim()));
+    let wrapper = sysroot.map(|root| {
+        root.join("lib/rustlib")
+            .join(TARGET)
+            .join("bin/gcc-ld/ld.lld")
+    });
+    if !wrapper.is_some_and(|wrapper| wrapper.is_file()) {
+        return Some("this toolchain ships no rust-lld");
+    }
+    None
 }
 
-/// The minor version of the rustc that builds this (`rustc -vV`, line `release: 1.M.P`).
-fn rustc_minor() -> Option<u32> {
-    let rustc = env::var_os("RUSTC")?;
-    let output = Command::new(rustc).arg("-vV").output().ok()?;
-    let text = String::from_utf8(output.stdout).ok()?;
-    let release = text.lines().find_map(|line| line.strip_prefix("release: "))?;
+/// What `rustc ARG` prints, when it runs.
+fn rustc_output(rustc: &std::ffi::OsStr, arg: &str) -> Option<String> {
+    let output = Command::new(rustc).arg(arg).output().ok()?;
+    String::from_utf8(output.stdout).ok()
+}
+
+/// The minor version in `rustc -vV`'s `release: 1.M.P` line.
+fn release_minor(text: &str) -> Option<u32> {
+    let release = text
+        .lines()
+        .find_map(|line| line.strip_prefix("release: "))?;
     release.split('.').nth(1)?.parse().ok()
 }
