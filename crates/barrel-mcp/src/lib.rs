@@ -82,6 +82,7 @@ pub mod host;
 pub mod http;
 pub mod peer;
 pub mod server;
+mod shrink;
 pub mod skills;
 pub mod store;
 pub mod task;

@@ -415,6 +415,7 @@ impl Server {
             .is_some_and(|handle| handle.is_of(session))
         {
             sessions.remove(&session.id);
+            crate::shrink::shrink_when_sparse(&mut sessions);
         }
     }
 

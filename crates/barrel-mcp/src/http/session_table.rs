@@ -50,6 +50,7 @@ impl SessionTable {
     /// Unlists the session listed under `id`.
     pub(crate) fn remove(&mut self, id: &str) -> Option<Arc<HttpSession>> {
         let removed = self.by_id.remove(id)?;
+        crate::shrink::shrink_when_sparse(&mut self.by_id);
         self.release(&removed);
         Some(removed)
     }
@@ -61,6 +62,7 @@ impl SessionTable {
             *count = count.saturating_sub(1);
             if *count == 0 {
                 self.per_quota.remove(quota);
+                crate::shrink::shrink_when_sparse(&mut self.per_quota);
             }
         }
     }
@@ -112,5 +114,26 @@ mod tests {
             "empty shares are forgotten"
         );
         assert_eq!(table.len(), 3);
+    }
+
+    #[test]
+    fn the_table_gives_back_its_room_once_a_burst_of_sessions_has_ended() {
+        let mut table = SessionTable::default();
+        for i in 0..1_000 {
+            let address = Quota::Address(std::net::IpAddr::from([10, 0, (i / 256) as u8, i as u8]));
+            table.insert(session(&format!("s{i}"), Some(address)));
+        }
+        let room = (table.by_id.capacity(), table.per_quota.capacity());
+        assert!(room.0 >= 1_000 && room.1 >= 1_000);
+        for i in 0..1_000 {
+            assert!(table.remove(&format!("s{i}")).is_some());
+        }
+        assert_eq!(table.len(), 0);
+        assert!(
+            table.by_id.capacity() < 2 * crate::shrink::KEPT_CAPACITY
+                && table.per_quota.capacity() < 2 * crate::shrink::KEPT_CAPACITY,
+            "room kept: {:?} of {room:?}",
+            (table.by_id.capacity(), table.per_quota.capacity())
+        );
     }
 }
