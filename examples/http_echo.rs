@@ -64,10 +64,19 @@ fn jwt_auth(addr: &str, secret: &[u8]) -> barrel_mcp::Result<AuthConfig> {
 #[global_allocator]
 static ALLOCATOR: barrel_mcp_alloc::MiMalloc = barrel_mcp_alloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> barrel_mcp::Result<()> {
-    // Memory a burst of sessions freed goes back to the system once the server is quiet.
-    barrel_mcp_alloc::spawn_purger(barrel_mcp_alloc::PURGE_EVERY)?;
+fn main() -> barrel_mcp::Result<()> {
+    // Memory a burst of sessions freed goes back to the system once the server is quiet: the
+    // purger's, and what the workers' own heaps kept (they collect when the purger asks).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(barrel_mcp_alloc::on_thread_park)
+        .build()?;
+    barrel_mcp_alloc::spawn_purger(barrel_mcp_alloc::PURGE_EVERY, runtime.handle().clone())?;
+    runtime.block_on(serve())
+}
+
+/// Serves until Ctrl-C.
+async fn serve() -> barrel_mcp::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:8080".to_owned());

@@ -1,39 +1,102 @@
 //! A thread that gives the memory a burst freed back to the system once the process goes
 //! quiet: mimalloc purges freed pages only from within a later allocation or free, which an
-//! idle server does not make.
+//! idle server does not make, and a runtime worker's heap keeps some emptied pages until that
+//! worker collects it ([`on_thread_park`](crate::on_thread_park)).
 
 use std::time::Duration;
 
 use libmimalloc_sys as ffi;
 
+use crate::park;
+
 /// How often the thread [`spawn_purger`] starts looks for freed memory to give back, in the
-/// binaries of this workspace: memory freed by a burst is back with the system within this
-/// (and [`PURGE_DELAY_MS`](crate::PURGE_DELAY_MS)) of its end, for five wake-ups a second of
-/// a few microseconds each.
+/// binaries of this workspace: memory freed by a burst is back with the system within a few
+/// of these (and [`PURGE_DELAY_MS`](crate::PURGE_DELAY_MS)) of its end, for five wake-ups a
+/// second of a few microseconds each.
 pub const PURGE_EVERY: Duration = Duration::from_millis(200);
 
-/// Starts a thread (`mimalloc-purge`) that, every `every`, lets mimalloc give back the freed
-/// memory whose purge delay has passed (`mi_collect(false)`: on its own thread, that is the
-/// purge of the arenas every thread allocates from). It runs until the process exits.
+/// Starts a thread (`mimalloc-purge`) that runs until the process exits. Every `every`, it
+/// lets mimalloc give back the freed memory whose purge delay has passed (`mi_collect(false)`:
+/// on its own thread, that is the purge of the arenas every thread allocates from). And once
+/// `runtime`'s workers have parked during one period and not during the next (a burst
+/// ended), it asks them to collect their own heaps and wakes them, with one empty task per
+/// worker: each collects in its next park, if its runtime was built with
+/// [`on_thread_park`](crate::on_thread_park) as its `on_thread_park` hook.
 ///
 /// Call it once, early in `main`, in a long-running server; a short-lived command has no
 /// use for it. Without it, memory freed when a burst ends stays resident until the next
 /// allocation comes by (mimalloc's own choice, as `jemalloc` without its background thread).
 ///
+/// Example: [`on_thread_park`](crate::on_thread_park).
+///
 /// # Errors
 /// When the system cannot start the thread.
-pub fn spawn_purger(every: Duration) -> std::io::Result<()> {
+pub fn spawn_purger(every: Duration, runtime: tokio::runtime::Handle) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("mimalloc-purge".to_owned())
         .stack_size(64 * 1024)
         .spawn(move || {
             start_thread_heap();
+            let mut watch = Watch::new(park::parks());
             loop {
                 std::thread::sleep(every);
                 collect();
+                if watch.period_ended(park::parks()) {
+                    park::ask_workers();
+                    watch.woke(wake(&runtime));
+                }
             }
         })?;
     Ok(())
+}
+
+/// Wakes `runtime`'s workers (as many as it has, when they all sleep) with empty tasks: how
+/// many it spawned.
+fn wake(runtime: &tokio::runtime::Handle) -> u64 {
+    let workers = runtime.metrics().num_workers();
+    for _ in 0..workers {
+        drop(runtime.spawn(async {}));
+    }
+    workers as u64
+}
+
+/// What the purger makes of the workers' parks, one period at a time.
+#[derive(Debug)]
+struct Watch {
+    /// The count of parks at the end of the last period.
+    parks: u64,
+    /// Whether workers parked since the workers were last asked to collect.
+    busy: bool,
+    /// Parks the last wake-up may cause, not counted as work: each woken worker runs its
+    /// empty task and parks again, once or twice.
+    woken: u64,
+}
+
+impl Watch {
+    fn new(parks: u64) -> Self {
+        Self {
+            parks,
+            busy: false,
+            woken: 0,
+        }
+    }
+
+    /// Whether to ask the workers to collect, now that a period ended with `parks` parks
+    /// counted: when they parked during an earlier period and not during this one.
+    fn period_ended(&mut self, parks: u64) -> bool {
+        let new = parks.wrapping_sub(self.parks);
+        self.parks = parks;
+        if new > std::mem::take(&mut self.woken) {
+            self.busy = true;
+            return false;
+        }
+        std::mem::take(&mut self.busy)
+    }
+
+    /// The workers were woken with `tasks` empty tasks.
+    fn woke(&mut self, tasks: u64) {
+        self.woken = 2 * tasks;
+    }
 }
 
 /// Sets up this thread's mimalloc heap: `mi_collect` does nothing on a thread that has none,
@@ -52,6 +115,31 @@ fn collect() {
     unsafe { ffi::mi_collect(false) };
 }
 
+#[cfg(test)]
+mod watch_tests {
+    use super::Watch;
+
+    #[test]
+    fn workers_are_asked_once_when_a_busy_spell_ends_and_not_by_their_own_wake_up() {
+        let mut watch = Watch::new(0);
+        // Quiet from the start: nothing to give back.
+        assert!(!watch.period_ended(0));
+        // Busy for three periods: no collection while work goes on.
+        assert!(!watch.period_ended(40));
+        assert!(!watch.period_ended(90));
+        assert!(!watch.period_ended(91));
+        // The first quiet period: ask.
+        assert!(watch.period_ended(91));
+        watch.woke(2);
+        // The woken workers park again (up to twice each): not work, and not asked again.
+        assert!(!watch.period_ended(94));
+        assert!(!watch.period_ended(94));
+        // More parks than a wake-up explains are work again, asked for once it stops.
+        assert!(!watch.period_ended(95));
+        assert!(watch.period_ended(95));
+    }
+}
+
 #[cfg(all(test, target_os = "linux"))]
 #[allow(unsafe_code)]
 mod tests {
@@ -59,16 +147,7 @@ mod tests {
 
     use super::*;
     use crate::child_process::{is_child, run_child};
-
-    /// The process's anonymous resident memory, in KiB (`RssAnon` in `/proc/self/status`).
-    fn rss_anon_kib() -> u64 {
-        let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("RssAnon:"))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("an RssAnon line")
-    }
+    use crate::test_memory::rss_anon_kib;
 
     /// Writes 16 MiB in 2 KiB blocks, then frees them all: the resident size with them.
     fn a_burst() -> u64 {
@@ -117,7 +196,11 @@ mod tests {
             "{before} -> {full} -> {kept} KiB"
         );
 
-        spawn_purger(Duration::from_millis(20)).expect("the purger starts");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        spawn_purger(Duration::from_millis(20), runtime.handle().clone())
+            .expect("the purger starts");
         let started = Instant::now();
         let mut now = rss_anon_kib();
         while now >= before + 2 * 1024 && started.elapsed() < Duration::from_secs(5) {

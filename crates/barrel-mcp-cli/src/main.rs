@@ -126,6 +126,8 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Workers collect their heaps when the allocator's purge thread asks (`serve` starts it).
+        .on_thread_park(barrel_mcp_alloc::on_thread_park)
         .build()
         .context("starting the async runtime")?;
     match cli.command {
@@ -150,7 +152,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             node,
         } => {
             // A server runs long and goes quiet between bursts: give what a burst freed back.
-            barrel_mcp_alloc::spawn_purger(barrel_mcp_alloc::PURGE_EVERY)
+            barrel_mcp_alloc::spawn_purger(barrel_mcp_alloc::PURGE_EVERY, runtime.handle().clone())
                 .context("starting the allocator's purge thread")?;
             if !stdio {
                 let addr = http.unwrap_or(([127, 0, 0, 1], 9090).into());
