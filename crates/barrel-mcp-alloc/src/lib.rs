@@ -86,12 +86,12 @@ mod options;
 mod park;
 mod purger;
 pub use park::on_thread_park;
-pub use purger::{PURGE_EVERY, spawn_purger};
+pub use purger::{PURGE_EVERY, WAKE_HOLD, spawn_purger};
 
 #[cfg(test)]
 #[allow(
     dead_code,
-    reason = "used by the tests of the options constructor and the purger, which only some systems build"
+    reason = "used by the tests of the options constructor, the purger and the park hook, which only some systems build"
 )]
 mod child_process;
 #[cfg(all(test, target_os = "linux"))]

@@ -3,6 +3,7 @@
 //! idle server does not make, and a runtime worker's heap keeps some emptied pages until that
 //! worker collects it ([`on_thread_park`](crate::on_thread_park)).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use libmimalloc_sys as ffi;
@@ -18,13 +19,18 @@ pub const PURGE_EVERY: Duration = Duration::from_millis(200);
 /// Starts a thread (`mimalloc-purge`) that runs until the process exits. Every `every`, it
 /// lets mimalloc give back the freed memory whose purge delay has passed (`mi_collect(false)`:
 /// on its own thread, that is the purge of the arenas every thread allocates from). And once
-/// `runtime`'s workers have parked during one period and not during the next (a burst
-/// ended), it asks them to collect their own heaps and wakes them, with one empty task per
-/// worker: each collects in its next park, if its runtime was built with
-/// [`on_thread_park`](crate::on_thread_park) as its `on_thread_park` hook.
+/// `runtime`'s workers have parked during one period and not during the next (a burst ended;
+/// or, now and then, the workers got too busy to park, when a collection costs little), it
+/// asks them to collect their own heaps and wakes them: each collects in its next park, if
+/// its runtime was built with [`on_thread_park`](crate::on_thread_park) as its
+/// `on_thread_park` hook. The wake-up is one task per worker that holds its worker for
+/// [`WAKE_HOLD`]: a worker that takes one wakes another for the next (tokio wakes one sleeping
+/// worker at a time, and an empty task would be done before the next worker woke).
 ///
 /// Call it once, early in `main`, in a long-running server; a short-lived command has no
-/// use for it. Without it, memory freed when a burst ends stays resident until the next
+/// use for it. Only the first call in a process starts the thread: two would each take the
+/// other's wake-ups for work, and wake the workers forever; later calls return `Ok` and do
+/// nothing. Without it, memory freed when a burst ends stays resident until the next
 /// allocation comes by (mimalloc's own choice, as `jemalloc` without its background thread).
 ///
 /// Example: [`on_thread_park`](crate::on_thread_park).
@@ -32,7 +38,10 @@ pub const PURGE_EVERY: Duration = Duration::from_millis(200);
 /// # Errors
 /// When the system cannot start the thread.
 pub fn spawn_purger(every: Duration, runtime: tokio::runtime::Handle) -> std::io::Result<()> {
-    std::thread::Builder::new()
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    let started = std::thread::Builder::new()
         .name("mimalloc-purge".to_owned())
         .stack_size(64 * 1024)
         .spawn(move || {
@@ -46,16 +55,27 @@ pub fn spawn_purger(every: Duration, runtime: tokio::runtime::Handle) -> std::io
                     watch.woke(wake(&runtime));
                 }
             }
-        })?;
-    Ok(())
+        });
+    if started.is_err() {
+        STARTED.store(false, Ordering::Release);
+    }
+    started.map(drop)
 }
 
-/// Wakes `runtime`'s workers (as many as it has, when they all sleep) with empty tasks: how
-/// many it spawned.
+/// Whether a purger thread was started in this process.
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// How long each of the purger's wake-up tasks holds the worker that runs it: long enough for
+/// the next sleeping worker to wake and take the next task, short enough to go unnoticed if
+/// the workers were busy after all.
+pub const WAKE_HOLD: Duration = Duration::from_micros(300);
+
+/// Wakes `runtime`'s workers with one task each that holds its worker for [`WAKE_HOLD`]: how
+/// many it spawned. (Spawning on a runtime that has shut down spawns nothing.)
 fn wake(runtime: &tokio::runtime::Handle) -> u64 {
     let workers = runtime.metrics().num_workers();
     for _ in 0..workers {
-        drop(runtime.spawn(async {}));
+        drop(runtime.spawn(async { std::thread::sleep(WAKE_HOLD) }));
     }
     workers as u64
 }
