@@ -15,10 +15,11 @@ use std::hash::{BuildHasher, Hash};
 pub(crate) const KEPT_CAPACITY: usize = 64;
 
 /// Shrinks `map` to twice its entries (at least [`KEPT_CAPACITY`]) when it is less than a
-/// quarter full and holds room for more than [`KEPT_CAPACITY`].
+/// quarter full and holds room for more than twice [`KEPT_CAPACITY`] (a table's buckets are a
+/// power of two, so a smaller one would not get smaller).
 pub(crate) fn shrink_when_sparse<K: Eq + Hash, V, S: BuildHasher>(map: &mut HashMap<K, V, S>) {
     let capacity = map.capacity();
-    if capacity > KEPT_CAPACITY && map.len() < capacity / 4 {
+    if capacity > 2 * KEPT_CAPACITY && map.len() < capacity / 4 {
         map.shrink_to((map.len() * 2).max(KEPT_CAPACITY));
     }
 }
