@@ -13,7 +13,7 @@
 //! With the same linker, and when the glibc of the machine that builds them is 2.36 or later,
 //! the examples' relative relocations are packed (`-z pack-relative-relocs`, DT_RELR): the
 //! dynamic loader reads a table of a few KiB at start-up instead of one entry of 24 bytes
-//! per pointer to patch (14,000 of them, 346 KiB, in `http_echo`), which an idle server kept
+//! per pointer to patch (14,700 of them, 346 KiB, in `http_echo`), which an idle server kept
 //! resident. A binary linked so needs glibc 2.36 where it runs; the examples run where they
 //! are built, and an older glibc there leaves them unpacked.
 
